@@ -1,0 +1,278 @@
+"""The fake provider endpoints: parse, decide, encode, send. The only async module.
+
+The consumer is routed straight from the ASGI router (no Django view or middleware stack on this path). Its
+database work is one cached catalog check per request; runs and events are written in batches by the recorder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+import uuid
+from typing import Any
+
+import orjson
+from asgiref.sync import sync_to_async
+from channels.exceptions import StopConsumer
+from channels.generic.http import AsyncHttpConsumer
+from django.conf import settings
+from django.utils import timezone
+
+from runs_app.recorder import RunState, get_recorder, take_attempt
+from runs_app.wire import anthropic, openai
+from runs_app.wire.common import Encoded, WireError
+from scenarios_app.catalog import current_catalog
+from scenarios_app.playback import ChatRequest, Decision, InvalidRequest, ScenarioNotFound, decide
+
+log = logging.getLogger(__name__)
+PROTOCOLS = {"/v1/chat/completions": openai, "/v1/messages": anthropic}
+SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization"}
+RUN_HEADER = "x-harness-run"
+SCENARIO_HEADER = "x-harness-scenario"
+
+
+def redact_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Headers as recorded: secrets replaced, so a run's timeline never holds a key."""
+    return {k: ("[REDACTED]" if k in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def conversation_key(headers: dict[str, str], request: ChatRequest) -> str:
+    """API key, system prompt and first user message: tests with their own keys never share a run."""
+    api_key = headers.get("x-api-key") or headers.get("authorization", "") or headers.get("api-key", "")
+    raw = "\x1f".join((request.protocol, api_key, request.system, request.first_user))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:
+    reply = decision.reply
+    return {"text": reply.text, "reasoning": reply.reasoning, "tool_calls": reply.tool_calls,
+            "finish_reason": reply.finish, "usage": vars(reply.usage), "chunks": encoded.content_frames}
+
+
+class FakeEndpointConsumer(AsyncHttpConsumer):
+    """``POST /v1/chat/completions``, ``POST /v1/messages`` and ``GET /v1/models``."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Our own loop instead of AsyncConsumer's: no channel layer per request, no connection cleanup per
+        # message, and the response runs beside a watch on ``receive`` so a client that hangs up is noticed
+        # mid-stream (AsyncHttpConsumer would only see it after handle() returned).
+        self.scope = scope
+        self.base_send = send
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        self.protocol = PROTOCOLS.get(scope["path"].rstrip("/"), openai)
+        self.started = time.perf_counter()
+        self.first_byte: float | None = None
+        self.run: RunState | None = None
+        self.turn: int | None = None
+        body = await self._read_body(receive)
+        if body is None:
+            return
+        respond = asyncio.ensure_future(self.handle(body))
+        watch = asyncio.ensure_future(receive())
+        done, _ = await asyncio.wait({respond, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if respond in done:
+            watch.cancel()
+            respond.result()
+            return
+        respond.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await respond
+        if self.run is not None:
+            elapsed = round((time.perf_counter() - self.started) * 1000, 3)
+            get_recorder().event(self.run, "client_disconnected", self.turn, {"after_ms": elapsed})
+
+    async def _read_body(self, receive: Any) -> bytes | None:
+        limit = settings.HARNESS_MAX_BODY_BYTES
+        declared = self.headers.get("content-length", "0")
+        if declared.isdigit() and int(declared) > limit:
+            await self.reply(self._error(413, f"Request body is larger than the limit of {limit} bytes"))
+            return None
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await self.reply(self._error(413, f"Request body is larger than the limit of {limit} bytes"))
+                return None
+            parts.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(parts)
+
+    # -- sending -------------------------------------------------------------------------------------------------
+
+    async def reply(self, encoded: Encoded, *, interval_ms: int = 0, drop_after: int | None = None) -> None:
+        """Send an encoded response; ``drop_after`` frames cuts the connection there (a simulated network error)."""
+        headers = list(encoded.headers)
+        if self.run is not None:
+            headers.append((b"x-harness-run", str(self.run.id).encode()))
+        if self.protocol is anthropic:
+            headers.append((b"request-id", f"req_{uuid.uuid4().hex[:24]}".encode()))
+        frames = encoded.frames
+        if drop_after is not None:
+            # Declare the full length, send part of it and close: the client sees a connection dropped mid-body.
+            headers += [(b"content-length", str(len(encoded.body)).encode()), (b"connection", b"close")]
+            frames = frames[:drop_after]
+        await self.send_headers(status=encoded.status, headers=headers)
+        last = len(frames) - 1
+        for i, frame in enumerate(frames):
+            if i and interval_ms:
+                await asyncio.sleep(interval_ms / 1000)
+            await self.send_body(frame, more_body=i < last)
+            if self.first_byte is None:
+                self.first_byte = time.perf_counter()
+        if not frames:
+            await self.send_body(b"")
+
+    def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
+        if self.protocol is anthropic:
+            return anthropic.encode_error(status, message)
+        return openai.encode_error(status, message, param=param)
+
+    # -- handling ------------------------------------------------------------------------------------------------
+
+    async def handle(self, body: bytes) -> None:
+        method = self.scope["method"]
+        if self.scope["path"].rstrip("/") == "/v1/models":
+            if method != "GET":
+                return await self.reply(self._error(405, f"Method {method} not allowed on /v1/models"))
+            return await self.models()
+        if method != "POST":
+            return await self.reply(self._error(405, f"Method {method} not allowed; use POST"))
+        try:
+            payload = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return await self.reply(self._error(400, f"The request body is not valid JSON: {exc}"))
+        try:
+            request = self.protocol.parse_request(payload)
+            explicit = self._run_header()
+        except WireError as exc:
+            return await self.reply(self._error(exc.status, exc.message, exc.param))
+        await self.play(request, explicit, payload)
+
+    def _run_header(self) -> uuid.UUID | None:
+        value = self.headers.get(RUN_HEADER)
+        if value is None:
+            return None
+        try:
+            return uuid.UUID(value.strip())
+        except ValueError:
+            raise WireError(f"{RUN_HEADER} must be a UUID, got {value[:80]!r}", RUN_HEADER) from None
+
+    async def models(self) -> None:
+        catalog = await sync_to_async(current_catalog)()
+        ids = sorted(catalog.by_id)
+        encoder = anthropic if "anthropic-version" in self.headers else openai
+        await self.reply(encoder.encode_models(ids))
+
+    async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
+        recorder = get_recorder()
+        self.turn = request.turn
+        run = await recorder.resolve(explicit, conversation_key(self.headers, request), request.turn,
+                                     request.protocol)
+        self.run = run
+        recorder.event(run, "request", request.turn, {
+            "method": self.scope["method"], "path": self.scope["path"],
+            "headers": redact_headers(self.headers), "body": payload,
+        })
+        catalog = await sync_to_async(current_catalog)()
+        try:
+            decision = decide(catalog, request, header_scenario=self.headers.get(SCENARIO_HEADER),
+                              pacing_enabled=settings.HARNESS_PACING, signature_key=settings.HARNESS_SIGNATURE_KEY)
+        except ScenarioNotFound as exc:
+            return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
+        except InvalidRequest as exc:
+            return await self.refuse(400, str(exc))
+        changes: dict[str, Any] = {"mode": decision.mode}
+        if decision.scenario_id:
+            changes["scenario_id"] = decision.scenario_id
+        recorder.update(run, **changes)
+        recorder.event(run, "match", decision.turn, {
+            "mode": decision.mode, "scenario": decision.scenario_id, "turn": decision.turn,
+            "notes": list(decision.notes),
+        })
+        recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
+
+        if decision.failure is not None and run.id:
+            attempt = await sync_to_async(take_attempt)(run.id, decision.turn, request.protocol,
+                                                        decision.failures_before_success)
+            if attempt:
+                return await self.fail(decision, request, attempt)
+        await self.serve(decision, request)
+
+    async def refuse(self, status: int, message: str) -> None:
+        recorder = get_recorder()
+        assert self.run is not None
+        recorder.event(self.run, "rejected", self.turn, {"status": status, "message": message})
+        if self.run.status == "running" and not self.run.turns_served:
+            recorder.update(self.run, status="errored", status_reason=message)
+        await self.reply(self._error(status, message))
+
+    async def serve(self, decision: Decision, request: ChatRequest) -> None:
+        reply = decision.reply
+        encoded = self.protocol.encode_reply(reply, request)
+        await self.reply(encoded, interval_ms=reply.interval_ms if request.stream else 0)
+        run = self.run
+        assert run is not None
+        recorder = get_recorder()
+        summary = response_summary(decision, encoded)
+        summary.update(self._timings(), status=encoded.status, stream=request.stream)
+        recorder.event(run, "response", decision.turn, summary)
+        changes: dict[str, Any] = {"turns_served": run.turns_served | {decision.turn}}
+        if decision.problem:
+            changes.update(status="failed", status_reason=decision.problem, finished_at=timezone.now())
+        elif run.status in ("running", "errored", "passed") and (decision.completes_run or decision.mode != "scenario"):
+            changes.update(status="passed", status_reason="", finished_at=timezone.now())
+        elif run.status == "errored":
+            changes.update(status="running", status_reason="")
+        recorder.update(run, **changes)
+
+    async def fail(self, decision: Decision, request: ChatRequest, attempt: int) -> None:
+        failure = decision.failure
+        assert failure is not None and self.run is not None
+        recorder = get_recorder()
+        data = {"status": failure.status, "message": failure.message, "attempt": attempt,
+                "of": decision.failures_before_success, "retryable": failure.retryable,
+                "retry_after_ms": failure.retry_after_ms}
+        recorder.event(self.run, "failure_injected", decision.turn, data)
+        protocol = self.protocol
+        if failure.status == "timeout":
+            hold = failure.retry_after_ms if failure.retry_after_ms is not None else settings.HARNESS_TIMEOUT_HOLD_MS
+            await asyncio.sleep(hold / 1000)
+            encoded = protocol.encode_failure(failure)
+            await self.reply(encoded)
+        elif failure.status == "network_error":
+            await self.serve_dropped(decision, request)
+            encoded = None
+        elif failure.status == "invalid_response":
+            encoded = protocol.malformed(request.stream)
+            await self.reply(encoded)
+        else:
+            encoded = protocol.encode_failure(failure)
+            await self.reply(encoded)
+        recorder.event(self.run, "response", decision.turn, {
+            **self._timings(), "status": encoded.status if encoded else None, "failure": failure.status,
+            "stream": request.stream, "dropped": encoded is None,
+        })
+
+    async def serve_dropped(self, decision: Decision, request: ChatRequest) -> None:
+        full = self.protocol.encode_reply(decision.reply, request)
+        if not request.stream:  # cut the JSON body in two
+            body = full.body
+            full = Encoded(full.status, full.headers, (body[: len(body) // 2], body[len(body) // 2 :]))
+        await self.reply(full, drop_after=max(1, len(full.frames) // 2))
+
+    def _timings(self) -> dict[str, float | None]:
+        now = time.perf_counter()
+        ttfb = round((self.first_byte - self.started) * 1000, 3) if self.first_byte else None
+        return {"ttfb_ms": ttfb, "duration_ms": round((now - self.started) * 1000, 3)}
+
+    async def http_disconnect(self, message: dict[str, Any]) -> None:
+        raise StopConsumer()
+
+

@@ -1,0 +1,215 @@
+"""Runs and their events: resolved in memory on the request path, written to the database in batches.
+
+A request never waits on a database write before its first byte (the one exception is the attempt counter of a
+turn that simulates failures, which must be atomic across processes). Runs live in a bounded in-process index;
+a run this process has not seen is looked up in the database, so a conversation that moves between workers keeps
+its run once the earlier worker has flushed (within ``HARNESS_RECORDER_FLUSH_MS``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from runs_app.models import AttemptCounter, Run, RunEvent
+
+log = logging.getLogger(__name__)
+MAX_REMEMBERED_RUNS = 20_000
+
+
+@dataclass
+class RunState:
+    id: uuid.UUID
+    protocol: str
+    conversation_key: str
+    started_at: datetime
+    scenario_id: str = ""
+    mode: str = "scenario"
+    status: str = Run.Status.RUNNING
+    status_reason: str = ""
+    turns_served: set[int] = field(default_factory=set)
+    finished_at: datetime | None = None
+    next_seq: int = 1
+
+    def as_model(self) -> Run:
+        return Run(
+            id=self.id, scenario_id=self.scenario_id, mode=self.mode, protocol=self.protocol,
+            conversation_key=self.conversation_key, status=self.status, status_reason=self.status_reason,
+            turns_served=sorted(self.turns_served), started_at=self.started_at, finished_at=self.finished_at,
+        )
+
+
+def group_name(run_id: uuid.UUID | str) -> str:
+    return f"run-{run_id}"
+
+
+class Recorder:
+    """One per process: the run index, the pending writes and the task that flushes them."""
+
+    def __init__(self) -> None:
+        self.by_id: OrderedDict[uuid.UUID, RunState] = OrderedDict()
+        self.by_key: dict[str, RunState] = {}
+        self.pending_events: list[RunEvent] = []
+        self.dirty: dict[uuid.UUID, RunState] = {}
+        self._flusher: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    # -- runs ----------------------------------------------------------------------------------------------------
+
+    async def resolve(self, explicit: uuid.UUID | None, key: str, turn: int, protocol: str) -> RunState:
+        """The run a request belongs to: the one it names, else its conversation's, else a new one."""
+        if explicit is not None:
+            state = self.by_id.get(explicit) or await sync_to_async(_load_run)(explicit)
+            state = self.by_id.get(explicit) or state or self._new(explicit, key, protocol)
+            self._remember(state)
+            return state
+        state = self.by_key.get(key)
+        if state is None:
+            loaded = await sync_to_async(_load_latest_for_key)(key)
+            state = self.by_key.get(key) or loaded  # another request may have created it meanwhile
+        if state is None or turn in state.turns_served:
+            state = self._new(uuid.uuid4(), key, protocol)
+        self._remember(state)
+        return state
+
+    def _new(self, run_id: uuid.UUID, key: str, protocol: str) -> RunState:
+        state = RunState(id=run_id, protocol=protocol, conversation_key=key, started_at=timezone.now())
+        self.dirty[run_id] = state
+        return state
+
+    def _remember(self, state: RunState) -> None:
+        self.by_id[state.id] = state
+        self.by_id.move_to_end(state.id)
+        if state.conversation_key:
+            self.by_key[state.conversation_key] = state
+        while len(self.by_id) > MAX_REMEMBERED_RUNS:
+            _, old = self.by_id.popitem(last=False)
+            if self.by_key.get(old.conversation_key) is old:
+                del self.by_key[old.conversation_key]
+
+    def update(self, state: RunState, **changes: Any) -> None:
+        for name, value in changes.items():
+            setattr(state, name, value)
+        self.dirty[state.id] = state
+        self._schedule()
+
+    # -- events --------------------------------------------------------------------------------------------------
+
+    def event(self, state: RunState, kind: str, turn: int | None, data: dict[str, Any]) -> None:
+        """Queue one timeline event; written and broadcast by the flusher, never on the caller's path."""
+        self.pending_events.append(
+            RunEvent(run_id=state.id, seq=state.next_seq, timestamp=timezone.now(), kind=kind, turn=turn, data=data)
+        )
+        state.next_seq += 1
+        self.dirty[state.id] = state
+        self._schedule()
+
+    # -- flushing ------------------------------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._run_flusher())
+        self._wake.set()
+
+    async def _run_flusher(self) -> None:
+        interval = settings.HARNESS_RECORDER_FLUSH_MS / 1000
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(interval)  # gather a batch
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write every pending run change and event in one transaction, then broadcast the events."""
+        if not self.dirty and not self.pending_events:
+            return
+        runs = [s.as_model() for s in self.dirty.values()]
+        events, self.pending_events = self.pending_events, []
+        self.dirty = {}
+        try:
+            await sync_to_async(_write)(runs, events)
+        except Exception:
+            log.exception("Could not record %d runs and %d events", len(runs), len(events))
+            return
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        for event in events:
+            with contextlib.suppress(Exception):  # a full or absent layer must not stop recording
+                await layer.group_send(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
+
+
+def event_payload(event: RunEvent) -> dict[str, Any]:
+    return {"run": str(event.run_id), "seq": event.seq, "timestamp": event.timestamp.isoformat(),
+            "kind": event.kind, "turn": event.turn, "data": event.data}
+
+
+def _write(runs: list[Run], events: list[RunEvent]) -> None:
+    close_old_connections()
+    with transaction.atomic():
+        Run.objects.bulk_create(
+            runs, update_conflicts=True, unique_fields=["id"],
+            update_fields=["scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at"],
+        )
+        RunEvent.objects.bulk_create(events)
+
+
+def _load_run(run_id: uuid.UUID) -> RunState | None:
+    run = Run.objects.filter(id=run_id).first()
+    return _state_of(run) if run else None
+
+
+def _load_latest_for_key(key: str) -> RunState | None:
+    run = Run.objects.filter(conversation_key=key, source="endpoint").order_by("-started_at").first()
+    return _state_of(run) if run else None
+
+
+def _state_of(run: Run) -> RunState:
+    last = run.events.aggregate(m=Max("seq"))["m"] or 0
+    return RunState(
+        id=run.id, protocol=run.protocol, conversation_key=run.conversation_key, started_at=run.started_at,
+        scenario_id=run.scenario_id, mode=run.mode, status=run.status, status_reason=run.status_reason,
+        turns_served=set(run.turns_served), finished_at=run.finished_at, next_seq=last + 1,
+    )
+
+
+def take_attempt(run_id: uuid.UUID, turn: int, protocol: str, failures: int) -> int:
+    """Count one attempt at a failing turn atomically; returns the failure number (1..failures) or 0 to succeed.
+
+    A conditional UPDATE is atomic on SQLite and PostgreSQL alike, so concurrent retries in any number of
+    processes serve exactly ``failures`` failures between them.
+    """
+    close_old_connections()
+    key = {"run_id": run_id, "turn": turn, "protocol": protocol}
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                AttemptCounter.objects.get_or_create(**key)
+        except IntegrityError:
+            pass  # created concurrently by another request: fine
+        if not AttemptCounter.objects.filter(**key, count__lt=failures).update(count=F("count") + 1):
+            return 0
+        return AttemptCounter.objects.get(**key).count
+
+
+_recorder: Recorder | None = None
+
+
+def get_recorder() -> Recorder:
+    global _recorder
+    if _recorder is None:
+        _recorder = Recorder()
+    return _recorder

@@ -1,0 +1,232 @@
+"""Anthropic Messages: request parser and encoders (SSE events, message objects, errors).
+
+The stream is shaped after real recordings: ``message_start``, then per block ``content_block_start`` (a ``ping``
+after the first), deltas (``text_delta``, ``thinking_delta`` then one ``signature_delta``, ``input_json_delta``
+starting with an empty one), ``content_block_stop``, then ``message_delta`` with the stop reason and
+``message_stop``. Each event is ``event: NAME\\ndata: JSON\\n\\n``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from runs_app.wire.common import (
+    Encoded,
+    WireError,
+    argument_chunks,
+    bool_field,
+    dumps,
+    failure_http_status,
+    number_or_none,
+    retry_headers,
+    text_chunks,
+    text_of,
+)
+from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
+
+PROTOCOL = "anthropic"
+SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
+JSON_HEADERS = ((b"content-type", b"application/json"),)
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Read a Messages body into the neutral request; raises WireError naming the bad field."""
+    if not isinstance(body, dict):
+        raise WireError("The request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise WireError("model: Field required", "model")
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise WireError("max_tokens: Field required (an integer)", "max_tokens")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise WireError("messages: at least one message is required", "messages")
+    messages = [_parse_message(raw, i) for i, raw in enumerate(raw_messages)]
+    system = text_of(body.get("system"), "system")
+    tools = []
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise WireError("tools: Input should be a valid list", "tools")
+    for i, tool in enumerate(raw_tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise WireError(f"tools.{i}.name: Field required", f"tools.{i}.name")
+        tools.append(tool["name"])
+    thinking = body.get("thinking")
+    if thinking is not None and not isinstance(thinking, dict):
+        raise WireError("thinking: Input should be an object", "thinking")
+    return ChatRequest(
+        protocol=PROTOCOL,
+        model=model,
+        system=system,
+        messages=tuple(messages),
+        tools=tuple(tools),
+        temperature=number_or_none(body, "temperature"),
+        top_p=number_or_none(body, "top_p"),
+        reasoning_enabled=bool(thinking) and thinking.get("type") in ("enabled", "adaptive"),
+        stream=bool_field(body, "stream"),
+    )
+
+
+def _parse_message(raw: Any, i: int) -> Message:
+    where = f"messages.{i}"
+    if not isinstance(raw, dict):
+        raise WireError(f"{where}: Input should be an object", where)
+    role = raw.get("role")
+    if role not in ("user", "assistant"):
+        raise WireError(f"{where}.role: Input should be 'user' or 'assistant'", f"{where}.role")
+    content = raw.get("content")
+    if isinstance(content, str):
+        return Message(role=role, text=content)
+    if not isinstance(content, list):
+        raise WireError(f"{where}.content: Input should be a string or a list of blocks", f"{where}.content")
+    texts: list[str] = []
+    thinking: list[Thinking] = []
+    only_tool_results = bool(content)
+    for j, block in enumerate(content):
+        at = f"{where}.content.{j}"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise WireError(f"{at}: Input should be an object with a type", at)
+        kind = block["type"]
+        if kind != "tool_result":
+            only_tool_results = False
+        if kind == "text":
+            if not isinstance(block.get("text"), str):
+                raise WireError(f"{at}.text: Field required", f"{at}.text")
+            texts.append(block["text"])
+        elif kind == "thinking" and role == "assistant":
+            if not isinstance(block.get("thinking"), str):
+                raise WireError(f"{at}.thinking: Field required", f"{at}.thinking")
+            signature = block.get("signature")
+            thinking.append(Thinking(block["thinking"], signature if isinstance(signature, str) else None, at))
+        elif kind == "tool_result":
+            texts.append(text_of(block.get("content"), f"{at}.content"))
+    # A user turn made only of tool results is the tool's answer, not the user speaking.
+    return Message(role="tool" if role == "user" and only_tool_results else role, text="\n".join(texts),
+                   thinking=tuple(thinking))
+
+
+def _message_id(reply: Reply) -> str:
+    return f"msg_{short_id(reply.id_seed or 'harness')}"
+
+
+def _tool_id(block: Block) -> str:
+    # Authored ids are used verbatim; derived ones take Anthropic's prefix.
+    return "toolu_" + block.call_id[5:] if block.call_id.startswith("call_") else block.call_id
+
+
+def _event(name: bytes, data: dict[str, Any]) -> bytes:
+    return b"event: " + name + b"\ndata: " + dumps(data) + b"\n\n"
+
+
+def _message_usage(reply: Reply, output_tokens: int) -> dict[str, int]:
+    return {"input_tokens": reply.usage.input_tokens, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
+
+
+@lru_cache(maxsize=2048)
+def encode_stream(reply: Reply, model: str) -> Encoded:
+    """The SSE events of a streamed answer, one frame per event; cached, since a turn's bytes never change."""
+    start = {"id": _message_id(reply), "type": "message", "role": "assistant", "model": model, "content": [],
+             "stop_reason": None, "stop_sequence": None, "usage": _message_usage(reply, 1)}
+    frames = [_event(b"message_start", {"type": "message_start", "message": start})]
+    content = 0
+    for index, block in enumerate(reply.blocks):
+        if block.type == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in text_chunks(reply, block.text)]
+        elif block.type == "reasoning":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in text_chunks(reply, block.text)]
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+        else:
+            opening = {"type": "tool_use", "id": _tool_id(block), "name": block.name, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": ""}]
+            deltas += [{"type": "input_json_delta", "partial_json": p} for p in argument_chunks(block.arguments)]
+        frames.append(_event(b"content_block_start",
+                             {"type": "content_block_start", "index": index, "content_block": opening}))
+        if index == 0:
+            frames.append(b'event: ping\ndata: {"type": "ping"}\n\n')
+        for delta in deltas:
+            frames.append(_event(b"content_block_delta", {"type": "content_block_delta", "index": index,
+                                                          "delta": delta}))
+        content += len(deltas)
+        frames.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
+    frames.append(_event(b"message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
+        "usage": _message_usage(reply, reply.usage.output_tokens),
+    }))
+    frames.append(_event(b"message_stop", {"type": "message_stop"}))
+    return Encoded(200, SSE_HEADERS, tuple(frames), content)
+
+
+@lru_cache(maxsize=2048)
+def encode_message(reply: Reply, model: str) -> Encoded:
+    """A non-streamed ``message`` object."""
+    content: list[dict[str, Any]] = []
+    for block in reply.blocks:
+        if block.type == "text":
+            content.append({"type": "text", "text": block.text})
+        elif block.type == "reasoning":
+            content.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
+        else:
+            content.append({"type": "tool_use", "id": _tool_id(block), "name": block.name,
+                            "input": orjson.loads(block.arguments)})
+    body = {
+        "id": _message_id(reply),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _STOP_REASONS[reply.finish],
+        "stop_sequence": None,
+        "usage": _message_usage(reply, reply.usage.output_tokens),
+    }
+    return Encoded(200, JSON_HEADERS, (dumps(body),), 1)
+
+
+def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
+    """The answer as the request asked for it: streamed or not."""
+    if request.stream:
+        return encode_stream(reply, request.model)
+    return encode_message(reply, request.model)
+
+
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+                504: "timeout_error", 529: "overloaded_error"}
+
+
+def encode_error(status: int, message: str, *, extra: dict[str, Any] | None = None,
+                 headers: tuple[tuple[bytes, bytes], ...] = (), request_id: str = "") -> Encoded:
+    """An error in Anthropic's format: ``{"type":"error","error":{"type","message"},"request_id"}``."""
+    error: dict[str, Any] = {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}
+    error.update(extra or {})
+    body = {"type": "error", "error": error, "request_id": request_id or None}
+    return Encoded(status, JSON_HEADERS + headers, (dumps(body),))
+
+
+def encode_failure(failure: Failure) -> Encoded:
+    """A simulated HTTP failure (rate_limit, model_error, timeout) as Anthropic sends it."""
+    headers = list(retry_headers(failure))
+    if not failure.retryable:
+        headers.append((b"x-should-retry", b"false"))
+    return encode_error(failure_http_status(failure), failure.message, extra=failure.error, headers=tuple(headers))
+
+
+def encode_models(ids: list[str]) -> Encoded:
+    data = [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"} for i in ids]
+    body = {"data": data, "has_more": False, "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
+    return Encoded(200, JSON_HEADERS, (dumps(body),))
+
+
+def malformed(stream: bool) -> Encoded:
+    """A 200 whose body no client can parse: the ``invalid_response`` failure."""
+    if stream:
+        return Encoded(200, SSE_HEADERS, (b'event: message_start\ndata: {"type":"message_start","message":{"id\n\n',))
+    return Encoded(200, JSON_HEADERS, (b'{"id":"msg_broken","type":"message","content":[{"ty',))

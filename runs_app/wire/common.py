@@ -1,0 +1,104 @@
+"""What both protocols share: the encoded answer, request-shape errors and small parsing helpers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from scenarios_app.playback import Failure, Reply, word_chunks
+
+# Responses are deterministic: byte-identical for the same scenario turn, so ``created`` is fixed too.
+CREATED = 1735689600  # 2025-01-01T00:00:00Z
+ARGUMENT_CHUNK_CHARS = 24
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A response ready to send: status, headers and the body as frames (one frame per paced chunk)."""
+
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    frames: tuple[bytes, ...]
+    content_frames: int = 0  # frames that carry content deltas (the chunk count of the summary)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.frames)
+
+
+class WireError(Exception):
+    """A request the protocol refuses: becomes a 400 in the protocol's error format, naming the field."""
+
+    def __init__(self, message: str, param: str | None = None, status: int = 400):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def text_of(content: Any, where: str, allowed: tuple[str, ...] = ("text",)) -> str:
+    """The text of a message content: a string, null, or a list of parts of which the text parts count."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for i, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise WireError(f"{where}[{i}] must be an object with a type", f"{where}[{i}]")
+            if part["type"] in allowed:
+                if not isinstance(part.get("text"), str):
+                    raise WireError(f"{where}[{i}].text must be a string", f"{where}[{i}].text")
+                texts.append(part["text"])
+        return "\n".join(texts)
+    raise WireError(f"{where} must be a string or an array of content parts", where)
+
+
+def number_or_none(body: dict[str, Any], name: str) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WireError(f"{name} must be a number", name)
+    return float(value)
+
+
+def bool_field(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise WireError(f"{name} must be a boolean", name)
+    return value
+
+
+def argument_chunks(arguments: str) -> list[str]:
+    return [arguments[i : i + ARGUMENT_CHUNK_CHARS] for i in range(0, len(arguments), ARGUMENT_CHUNK_CHARS)]
+
+
+def text_chunks(reply: Reply, text: str) -> list[str]:
+    return word_chunks(text, reply.chunk_words)
+
+
+def retry_headers(failure: Failure) -> list[tuple[bytes, bytes]]:
+    """Retry-After in whole seconds (rounded up) and retry-after-ms exact, as the SDKs read them."""
+    if failure.retry_after_ms is None:
+        return []
+    seconds = max(1, math.ceil(failure.retry_after_ms / 1000)) if failure.retry_after_ms else 0
+    return [(b"retry-after", str(seconds).encode()), (b"retry-after-ms", str(failure.retry_after_ms).encode())]
+
+
+def failure_http_status(failure: Failure) -> int:
+    return {
+        "rate_limit": 429,
+        "timeout": 504,
+        "model_error": 500 if failure.retryable else 400,
+    }.get(failure.status, 500)

@@ -1,0 +1,224 @@
+"""OpenAI Chat Completions: request parser and encoders (SSE chunks, chat.completion objects, errors).
+
+Shapes follow the real API: the first delta of a choice carries ``role``, tool calls stream with ``index`` and
+with ``id``/``name`` only on their first delta, ``finish_reason`` on the last choice chunk, a ``choices: []``
+usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from runs_app.wire.common import (
+    CREATED,
+    Encoded,
+    WireError,
+    argument_chunks,
+    bool_field,
+    dumps,
+    failure_http_status,
+    number_or_none,
+    retry_headers,
+    text_chunks,
+    text_of,
+)
+from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, short_id
+
+PROTOCOL = "openai"
+SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
+JSON_HEADERS = ((b"content-type", b"application/json"),)
+DONE = b"data: [DONE]\n\n"
+_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Read a Chat Completions body into the neutral request; raises WireError naming the bad field."""
+    if not isinstance(body, dict):
+        raise WireError("The request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise WireError("you must provide a model parameter", "model")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise WireError("messages must be a non-empty array", "messages")
+    system: list[str] = []
+    messages: list[Message] = []
+    for i, raw in enumerate(raw_messages):
+        where = f"messages[{i}]"
+        if not isinstance(raw, dict):
+            raise WireError(f"{where} must be an object", where)
+        role = raw.get("role")
+        if role not in _ROLES:
+            raise WireError(f"{where}.role must be one of {', '.join(sorted(_ROLES))}", f"{where}.role")
+        text = text_of(raw.get("content"), f"{where}.content")
+        if role in ("system", "developer"):
+            system.append(text)
+        else:
+            messages.append(Message(role="tool" if role == "function" else role, text=text))
+    tools = []
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise WireError("tools must be an array", "tools")
+    for i, tool in enumerate(raw_tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str):
+            raise WireError(f"tools[{i}].function.name must be a string", f"tools[{i}].function.name")
+        tools.append(name)
+    for i, function in enumerate(body.get("functions") or []):
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            tools.append(function["name"])
+        else:
+            raise WireError(f"functions[{i}].name must be a string", f"functions[{i}].name")
+    stream_options = body.get("stream_options") or {}
+    if not isinstance(stream_options, dict):
+        raise WireError("stream_options must be an object", "stream_options")
+    effort = body.get("reasoning_effort")
+    reasoning = body.get("reasoning")
+    reasoning_enabled = (effort is not None and effort != "none") or (
+        isinstance(reasoning, dict) and reasoning.get("effort", "medium") not in (None, "none")
+    )
+    return ChatRequest(
+        protocol=PROTOCOL,
+        model=model,
+        system="\n".join(system),
+        messages=tuple(messages),
+        tools=tuple(tools),
+        temperature=number_or_none(body, "temperature"),
+        top_p=number_or_none(body, "top_p"),
+        reasoning_enabled=reasoning_enabled,
+        stream=bool_field(body, "stream"),
+        include_usage=bool(stream_options.get("include_usage")),
+    )
+
+
+def _choices(reply: Reply) -> dict[int, list[Block]]:
+    groups: dict[int, list[Block]] = {}
+    for block in reply.blocks:
+        groups.setdefault(block.choice, []).append(block)
+    return groups
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    u = reply.usage
+    return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
+
+
+def _completion_id(reply: Reply) -> str:
+    return f"chatcmpl-{short_id(reply.id_seed or 'harness')}"
+
+
+@lru_cache(maxsize=2048)
+def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
+    """The SSE frames of a streamed answer, one per chunk; cached, since a turn's bytes never change."""
+    head = f'data: {{"id":"{_completion_id(reply)}","object":"chat.completion.chunk","created":{CREATED},'
+    head = head.encode() + b'"model":' + dumps(model) + b',"system_fingerprint":null,"choices":['
+
+    def frame(choice: dict[str, Any]) -> bytes:
+        return head + dumps(choice) + b"]}\n\n"
+
+    frames: list[bytes] = []
+    content = 0
+    groups = _choices(reply)
+    for index, blocks in groups.items():
+        frames.append(frame({"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
+        call_index = 0
+        for block in blocks:
+            if block.type in ("text", "reasoning"):
+                key = "content" if block.type == "text" else "reasoning"
+                for piece in text_chunks(reply, block.text):
+                    frames.append(frame({"index": index, "delta": {key: piece}, "finish_reason": None}))
+                    content += 1
+            else:
+                first = {"index": call_index, "id": block.call_id, "type": "function",
+                         "function": {"name": block.name, "arguments": ""}}
+                frames.append(frame({"index": index, "delta": {"tool_calls": [first]}, "finish_reason": None}))
+                for piece in argument_chunks(block.arguments):
+                    delta = {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
+                    frames.append(frame({"index": index, "delta": delta, "finish_reason": None}))
+                    content += 1
+                call_index += 1
+    for index, blocks in groups.items():
+        has_tools = any(b.type == "tool_call" for b in blocks)
+        finish = "tool_calls" if has_tools and reply.finish != "length" else reply.finish
+        frames.append(frame({"index": index, "delta": {}, "finish_reason": finish}))
+    if include_usage:
+        frames.append(head[: -len(b'"choices":[')] + b'"choices":[],"usage":' + dumps(_usage(reply)) + b"}\n\n")
+    frames.append(DONE)
+    return Encoded(200, SSE_HEADERS, tuple(frames), content)
+
+
+@lru_cache(maxsize=2048)
+def encode_completion(reply: Reply, model: str) -> Encoded:
+    """A non-streamed ``chat.completion`` object."""
+    choices = []
+    for index, blocks in _choices(reply).items():
+        text = "".join(b.text for b in blocks if b.type == "text")
+        reasoning = "".join(b.text for b in blocks if b.type == "reasoning")
+        calls = [
+            {"id": b.call_id, "type": "function", "function": {"name": b.name, "arguments": b.arguments}}
+            for b in blocks
+            if b.type == "tool_call"
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+        if reasoning:
+            message["reasoning"] = reasoning
+        if calls:
+            message["tool_calls"] = calls
+        finish = "tool_calls" if calls and reply.finish != "length" else reply.finish
+        choices.append({"index": index, "message": message, "logprobs": None, "finish_reason": finish})
+    body = {
+        "id": _completion_id(reply),
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "system_fingerprint": None,
+        "choices": choices,
+        "usage": _usage(reply),
+    }
+    return Encoded(200, JSON_HEADERS, (dumps(body),), 1)
+
+
+def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
+    """The answer as the request asked for it: streamed or not."""
+    if request.stream:
+        return encode_stream(reply, request.model, request.include_usage)
+    return encode_completion(reply, request.model)
+
+
+_ERROR_TYPES = {400: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error",
+                429: "requests", 500: "server_error", 504: "timeout"}
+
+
+def encode_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 extra: dict[str, Any] | None = None,
+                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> Encoded:
+    """An error in OpenAI's format: ``{"error": {"message", "type", "param", "code"}}``."""
+    error: dict[str, Any] = {"message": message, "type": _ERROR_TYPES.get(status, "server_error"), "param": param,
+                             "code": code}
+    error.update(extra or {})
+    return Encoded(status, JSON_HEADERS + headers, (dumps({"error": error}),))
+
+
+def encode_failure(failure: Failure) -> Encoded:
+    """A simulated HTTP failure (rate_limit, model_error, timeout) as OpenAI sends it."""
+    status = failure_http_status(failure)
+    headers = list(retry_headers(failure))
+    if not failure.retryable:
+        headers.append((b"x-should-retry", b"false"))
+    code = {"rate_limit": "rate_limit_exceeded", "timeout": "timeout"}.get(failure.status, failure.status)
+    return encode_error(status, failure.message, code=code, extra=failure.error, headers=tuple(headers))
+
+
+def encode_models(ids: list[str]) -> Encoded:
+    data = [{"id": i, "object": "model", "created": CREATED, "owned_by": "harness"} for i in ids]
+    return Encoded(200, JSON_HEADERS, (dumps({"object": "list", "data": data}),))
+
+
+def malformed(stream: bool) -> Encoded:
+    """A 200 whose body no client can parse: the ``invalid_response`` failure."""
+    if stream:
+        return Encoded(200, SSE_HEADERS, (b'data: {"id":"chatcmpl-broken","object":"chat.completion.chunk","cho\n\n',
+                                          DONE))
+    return Encoded(200, JSON_HEADERS, (b'{"id":"chatcmpl-broken","object":"chat.completion","choices":[{"ind',))

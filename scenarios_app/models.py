@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from django.db import models, transaction
+from django.db.models import Count, Max
+
+from scenarios_app import schemas
+
+
+class Scenario(models.Model):
+    """A stored scenario; ``data`` is the canonical JSON of :class:`schemas.Scenario`, validated on every save."""
+
+    id = models.CharField(primary_key=True, max_length=100)
+    description = models.TextField(blank=True, default="")
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def to_schema(self) -> schemas.Scenario:
+        return schemas.Scenario.model_validate(self.data)
+
+    @classmethod
+    def upsert(cls, scenario: schemas.Scenario) -> tuple[Scenario, bool]:
+        """Store a validated scenario; returns (row, created). An unchanged scenario is left untouched."""
+        data = scenario.canonical()
+        with transaction.atomic():
+            row = cls.objects.select_for_update().filter(id=scenario.id).first()
+            if row is None:
+                return cls.objects.create(id=scenario.id, description=scenario.description, data=data), True
+            if row.data != data:
+                row.data = data
+                row.description = scenario.description
+                row.save()
+            return row, False
+
+
+def catalog_stamp() -> tuple[int, str]:
+    """A cheap fingerprint of the whole catalog: it changes on every create, update and delete, from any process."""
+    row = Scenario.objects.aggregate(n=Count("id"), latest=Max("updated_at"))
+    return row["n"], row["latest"].isoformat() if row["latest"] else ""

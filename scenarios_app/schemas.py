@@ -1,0 +1,200 @@
+"""The scenario model: one pydantic schema shared by the engine, the loaders, the API and the forms.
+
+Canonical JSON is snake_case. The camelCase names of the TypeScript harness this format comes from are accepted
+as aliases, so its fixtures import unchanged; a few of its legacy fields (``tokenUsage``, ``finishReason``,
+``failureThrows``, ``providerMetadata.anthropic.signature``) are folded into their canonical places on input.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+FailureStatus = Literal["timeout", "invalid_response", "network_error", "rate_limit", "model_error"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="forbid",
+        frozen=True,
+        loc_by_alias=False,
+    )
+
+
+class Pacing(_Model):
+    chunk_words: int = Field(5, ge=1, le=10_000)
+    interval_ms: int = Field(0, ge=0, le=60_000)
+
+
+class Usage(_Model):
+    input_tokens: int = Field(64, ge=0)
+    output_tokens: int = Field(32, ge=0)
+    total_tokens: int = Field(96, ge=0)
+
+
+class ReasoningSegment(_Model):
+    text: str
+    signature: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_provider_metadata(cls, data: Any) -> Any:
+        # The seed keeps the signature at providerMetadata.anthropic.signature.
+        if isinstance(data, dict) and "providerMetadata" in data:
+            data = dict(data)
+            meta = data.pop("providerMetadata") or {}
+            signature = (meta.get("anthropic") or {}).get("signature") if isinstance(meta, dict) else None
+            if signature and not data.get("signature"):
+                data["signature"] = signature
+        return data
+
+
+class ToolCallSpec(_Model):
+    tool_name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = Field(None, min_length=1, max_length=200)
+    assistant_text: str | None = None
+
+
+class _ResponseBase(_Model):
+    reasoning: list[ReasoningSegment] = Field(default_factory=list)
+
+
+class TextResponse(_ResponseBase):
+    kind: Literal["text"]
+    assistant_text: str
+
+
+class ToolCallResponse(_ResponseBase):
+    kind: Literal["tool-call"]
+    assistant_text: str | None = None
+    tool_calls: list[ToolCallSpec] = Field(min_length=1)
+
+
+class FinalReportResponse(_ResponseBase):
+    kind: Literal["final-report"]
+    report_content: str
+    report_format: str = "markdown"
+    report_content_json: Any = None
+    status: Literal["success", "failure", "partial"] = "success"
+    assistant_text: str | None = None
+
+
+Response = Annotated[TextResponse | ToolCallResponse | FinalReportResponse, Field(discriminator="kind")]
+
+
+class ScenarioTurn(_Model):
+    turn: int = Field(ge=1)
+    response: Response
+    expected_tools: list[str] = Field(default_factory=list)
+    allow_missing_tools: bool = False
+    expected_temperature: float | None = None
+    expected_top_p: float | None = None
+    expected_reasoning: Literal["enabled", "disabled"] | None = None
+    failures_before_success: int = Field(0, ge=0, le=100)
+    failure_status: FailureStatus = "model_error"
+    failure_message: str | None = None
+    failure_retryable: bool = True
+    failure_retry_after_ms: int | None = Field(None, ge=0, le=600_000)
+    failure_error: dict[str, Any] | None = None
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_seed_fields(cls, data: Any) -> Any:
+        """Read the seed's tokenUsage/finishReason (kept on the response there) and failureThrows."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        response = data.get("response")
+        if isinstance(response, dict):
+            response = dict(response)
+            token_usage = response.pop("tokenUsage", None)
+            finish_reason = response.pop("finishReason", None)
+            data["response"] = response
+            if token_usage is not None and "usage" not in data:
+                data["usage"] = token_usage
+            if finish_reason is not None and "finish_reason" not in data and "finishReason" not in data:
+                data["finish_reason"] = finish_reason
+        if "tokenUsage" in data and "usage" not in data:
+            data["usage"] = data.pop("tokenUsage")
+        throws = data.pop("failureThrows", data.pop("failure_throws", None))
+        if throws:
+            # The seed throws from inside the provider: on the wire that is a dropped connection.
+            data["failure_status"] = "network_error"
+            data.pop("failureStatus", None)
+        return data
+
+
+class Match(_Model):
+    """Selection rules for prompts a test cannot control; every rule given must hold."""
+
+    model: str | None = None
+    system_contains: str | None = None
+    first_user_contains: str | None = None
+    first_user_regex: str | None = None
+    last_user_contains: str | None = None
+    last_user_regex: str | None = None
+    tools_include: list[str] = Field(default_factory=list)
+
+    @field_validator("first_user_regex", "last_user_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+
+class Scenario(_Model):
+    id: str = Field(pattern=SLUG_PATTERN)
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    system_prompt_must_include: list[str] = Field(default_factory=list)
+    pacing: Pacing | None = None
+    match: Match | None = None
+    priority: int = 0
+    turns: list[ScenarioTurn] = Field(default_factory=list)
+
+    @field_validator("turns")
+    @classmethod
+    def _unique_turns(cls, turns: list[ScenarioTurn]) -> list[ScenarioTurn]:
+        seen: set[int] = set()
+        for turn in turns:
+            if turn.turn in seen:
+                raise ValueError(f"turn {turn.turn} is defined twice")
+            seen.add(turn.turn)
+        return sorted(turns, key=lambda t: t.turn)
+
+    def turn(self, number: int) -> ScenarioTurn | None:
+        for turn in self.turns:
+            if turn.turn == number:
+                return turn
+        return None
+
+    @property
+    def last_turn(self) -> int:
+        return self.turns[-1].turn if self.turns else 0
+
+    def canonical(self) -> dict[str, Any]:
+        """The canonical snake_case JSON form, as stored and exported."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def format_validation_error(exc: Any, source: str = "") -> str:
+    """One line per pydantic error, naming the field path: ``turns.0.response.assistant_text: Field required``."""
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        lines.append(f"{source}{path}: {err['msg']}")
+    return "\n".join(lines)
