@@ -74,8 +74,9 @@ else:
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
-            # A file, not memory, so that a server started by the tests sees the test database.
-            "TEST": {"NAME": str(BASE_DIR / ".test-db.sqlite3")},
+            # A file, not memory, so that a server started by the tests sees the test database; one per test
+            # process, so that two test runs on one machine never share it.
+            "TEST": {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")},
         }
     }
 

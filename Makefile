@@ -1,0 +1,52 @@
+# Two commands for a new user: `make run` and `make test`. Everything they need is installed from here.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The PostgreSQL the backend tests run on (pytest-django creates and drops test_<name>).
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/harness
+
+.PHONY: setup migrate examples run serve-fast test lint format bench clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev,fast]"
+	touch $@
+
+setup: $(BIN)/.installed
+
+migrate: setup
+	$(BIN)/python manage.py migrate --noinput
+
+examples: migrate
+	$(BIN)/python manage.py load_scenarios scenarios_app/examples
+
+run: examples
+	@echo "Serving on http://$(HOST):$(PORT)/ (OpenAI: http://$(HOST):$(PORT)/v1, Anthropic: http://$(HOST):$(PORT))"
+	$(BIN)/daphne -b $(HOST) -p $(PORT) harnessweb.asgi:application
+
+# The same ASGI application (WebSockets included) under uvicorn with uvloop and httptools, for load.
+serve-fast: examples
+	$(BIN)/uvicorn --host $(HOST) --port $(PORT) --loop uvloop --http httptools --no-access-log \
+		harnessweb.asgi:application
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/pytest -q
+	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m backends -p no:cacheprovider
+
+bench: examples
+	$(BIN)/python tests/benchmarks/load.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .test-db-*

@@ -1,0 +1,146 @@
+"""Shared helpers: a real daphne server on the test database, SDK clients pointed at it, small make_* helpers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VCR_DIR = ROOT.parent / "shared" / "fixtures" / "vcr"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_env(settings_dict: dict[str, Any]) -> dict[str, str]:
+    """Environment that points a server process at the database the tests are using."""
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return {"SQLITE_PATH": str(settings_dict["NAME"]), "DATABASE_URL": ""}
+    user = settings_dict.get("USER") or ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return {"DATABASE_URL": f"postgres://{user}@{host}:{port}/{settings_dict['NAME']}"}
+
+
+class LiveServer:
+    def __init__(self, url: str, process: subprocess.Popen[bytes], log: Path):
+        self.url = url
+        self.process = process
+        self.log = log
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne") -> LiveServer:
+    from django.db import connection
+
+    port = free_port()
+    env = {**os.environ, **database_env(connection.settings_dict), "HARNESS_RECORDER_FLUSH_MS": "5",
+           "DJANGO_SETTINGS_MODULE": "harnessweb.settings", **env_overrides}
+    if not env.get("DATABASE_URL"):
+        env.pop("DATABASE_URL", None)
+    if server == "daphne":
+        cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "harnessweb.asgi:application"]
+    else:
+        cmd = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
+               "harnessweb.asgi:application"]
+    log = tmp / f"{server}-{port}.log"
+    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{server} exited at start:\n{log.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return LiveServer(f"http://127.0.0.1:{port}", process, log)
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{server} did not start:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def harness_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    """daphne serving the real ASGI app on the test database, pacing off and a short timeout hold."""
+    server = start_server(tmp_path_factory.mktemp("server"), {"HARNESS_PACING": "off",
+                                                              "HARNESS_TIMEOUT_HOLD_MS": "400"})
+    yield server
+    server.process.terminate()
+    server.process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def paced_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    """The same app with pacing on, as ``make run`` serves it."""
+    server = start_server(tmp_path_factory.mktemp("paced"), {"HARNESS_PACING": "on"})
+    yield server
+    server.process.terminate()
+    server.process.wait(10)
+
+
+@pytest.fixture
+def api_key() -> str:
+    # Each test its own key: conversations (and their attempt counters) never leak between tests.
+    return f"sk-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def oai(harness_server: LiveServer, api_key: str, transactional_db: None) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{harness_server.url}/v1", api_key=api_key, max_retries=2, timeout=20)
+
+
+@pytest.fixture
+def claude(harness_server: LiveServer, api_key: str, transactional_db: None) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=harness_server.url, api_key=api_key, max_retries=2, timeout=20)
+
+
+def make_scenario(scenario_id: str = "demo", turns: list[dict[str, Any]] | None = None, **fields: Any) -> Any:
+    """Store a scenario (validated by the schema) and return its schema object."""
+    from scenarios_app.models import Scenario
+    from scenarios_app.schemas import Scenario as ScenarioSchema
+
+    if turns is None:
+        turns = [{"turn": 1, "response": {"kind": "text", "assistant_text": "Hello from the harness."}}]
+    scenario = ScenarioSchema.model_validate({"id": scenario_id, "turns": turns, **fields})
+    Scenario.upsert(scenario)
+    return scenario
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, message: str = "condition") -> Any:
+    """Poll until predicate() is truthy (the server records in batches, a few milliseconds behind)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {message}")
+        time.sleep(0.02)
+
+
+def recorded_run(run_id: str, *, status: str | None = None, events: int = 1) -> Any:
+    """The run as recorded, once it has at least ``events`` events (and the given status)."""
+    from runs_app.models import Run
+
+    def ready() -> Any:
+        run = Run.objects.filter(id=run_id).first()
+        if run is None or run.events.count() < events or (status and run.status != status):
+            return None
+        return run
+
+    return wait_for(ready, message=f"run {run_id} (status {status}, {events} events)")
