@@ -48,8 +48,14 @@ def conversation_key(headers: dict[str, str], request: ChatRequest) -> str:
 
 def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:
     reply = decision.reply
-    return {"text": reply.text, "reasoning": reply.reasoning, "tool_calls": reply.tool_calls,
-            "finish_reason": reply.finish, "usage": vars(reply.usage), "chunks": encoded.content_frames}
+    return {
+        "text": reply.text,
+        "reasoning": reply.reasoning,
+        "tool_calls": reply.tool_calls,
+        "finish_reason": reply.finish,
+        "usage": vars(reply.usage),
+        "chunks": encoded.content_frames,
+    }
 
 
 class FakeEndpointConsumer(AsyncHttpConsumer):
@@ -173,17 +179,28 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()
         self.turn = request.turn
-        run = await recorder.resolve(explicit, conversation_key(self.headers, request), request.turn,
-                                     request.protocol)
+        run = await recorder.resolve(explicit, conversation_key(self.headers, request), request.turn, request.protocol)
         self.run = run
-        recorder.event(run, "request", request.turn, {
-            "method": self.scope["method"], "path": self.scope["path"],
-            "headers": redact_headers(self.headers), "body": payload,
-        })
+        recorder.event(
+            run,
+            "request",
+            request.turn,
+            {
+                "method": self.scope["method"],
+                "path": self.scope["path"],
+                "headers": redact_headers(self.headers),
+                "body": payload,
+            },
+        )
         catalog = await sync_to_async(current_catalog)()
         try:
-            decision = decide(catalog, request, header_scenario=self.headers.get(SCENARIO_HEADER),
-                              pacing_enabled=settings.HARNESS_PACING, signature_key=settings.HARNESS_SIGNATURE_KEY)
+            decision = decide(
+                catalog,
+                request,
+                header_scenario=self.headers.get(SCENARIO_HEADER),
+                pacing_enabled=settings.HARNESS_PACING,
+                signature_key=settings.HARNESS_SIGNATURE_KEY,
+            )
         except ScenarioNotFound as exc:
             return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
         except InvalidRequest as exc:
@@ -192,15 +209,23 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if decision.scenario_id:
             changes["scenario_id"] = decision.scenario_id
         recorder.update(run, **changes)
-        recorder.event(run, "match", decision.turn, {
-            "mode": decision.mode, "scenario": decision.scenario_id, "turn": decision.turn,
-            "notes": list(decision.notes),
-        })
+        recorder.event(
+            run,
+            "match",
+            decision.turn,
+            {
+                "mode": decision.mode,
+                "scenario": decision.scenario_id,
+                "turn": decision.turn,
+                "notes": list(decision.notes),
+            },
+        )
         recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
 
         if decision.failure is not None and run.id:
-            attempt = await sync_to_async(take_attempt)(run.id, decision.turn, request.protocol,
-                                                        decision.failures_before_success)
+            attempt = await sync_to_async(take_attempt)(
+                run.id, decision.turn, request.protocol, decision.failures_before_success
+            )
             if attempt:
                 return await self.fail(decision, request, attempt)
         await self.serve(decision, request)
@@ -236,9 +261,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         failure = decision.failure
         assert failure is not None and self.run is not None
         recorder = get_recorder()
-        data = {"status": failure.status, "message": failure.message, "attempt": attempt,
-                "of": decision.failures_before_success, "retryable": failure.retryable,
-                "retry_after_ms": failure.retry_after_ms}
+        data = {
+            "status": failure.status,
+            "message": failure.message,
+            "attempt": attempt,
+            "of": decision.failures_before_success,
+            "retryable": failure.retryable,
+            "retry_after_ms": failure.retry_after_ms,
+        }
         recorder.event(self.run, "failure_injected", decision.turn, data)
         protocol = self.protocol
         if failure.status == "timeout":
@@ -255,10 +285,18 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         else:
             encoded = protocol.encode_failure(failure)
             await self.reply(encoded)
-        recorder.event(self.run, "response", decision.turn, {
-            **self._timings(), "status": encoded.status if encoded else None, "failure": failure.status,
-            "stream": request.stream, "dropped": encoded is None,
-        })
+        recorder.event(
+            self.run,
+            "response",
+            decision.turn,
+            {
+                **self._timings(),
+                "status": encoded.status if encoded else None,
+                "failure": failure.status,
+                "stream": request.stream,
+                "dropped": encoded is None,
+            },
+        )
 
     async def serve_dropped(self, decision: Decision, request: ChatRequest) -> None:
         full = self.protocol.encode_reply(decision.reply, request)
@@ -274,5 +312,3 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()
-
-

@@ -46,9 +46,16 @@ class RunState:
 
     def as_model(self) -> Run:
         return Run(
-            id=self.id, scenario_id=self.scenario_id, mode=self.mode, protocol=self.protocol,
-            conversation_key=self.conversation_key, status=self.status, status_reason=self.status_reason,
-            turns_served=sorted(self.turns_served), started_at=self.started_at, finished_at=self.finished_at,
+            id=self.id,
+            scenario_id=self.scenario_id,
+            mode=self.mode,
+            protocol=self.protocol,
+            conversation_key=self.conversation_key,
+            status=self.status,
+            status_reason=self.status_reason,
+            turns_served=sorted(self.turns_served),
+            started_at=self.started_at,
+            finished_at=self.finished_at,
         )
 
 
@@ -153,15 +160,23 @@ class Recorder:
 
 
 def event_payload(event: RunEvent) -> dict[str, Any]:
-    return {"run": str(event.run_id), "seq": event.seq, "timestamp": event.timestamp.isoformat(),
-            "kind": event.kind, "turn": event.turn, "data": event.data}
+    return {
+        "run": str(event.run_id),
+        "seq": event.seq,
+        "timestamp": event.timestamp.isoformat(),
+        "kind": event.kind,
+        "turn": event.turn,
+        "data": event.data,
+    }
 
 
 def _write(runs: list[Run], events: list[RunEvent]) -> None:
     close_old_connections()
     with transaction.atomic():
         Run.objects.bulk_create(
-            runs, update_conflicts=True, unique_fields=["id"],
+            runs,
+            update_conflicts=True,
+            unique_fields=["id"],
             update_fields=["scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at"],
         )
         RunEvent.objects.bulk_create(events)
@@ -180,9 +195,17 @@ def _load_latest_for_key(key: str) -> RunState | None:
 def _state_of(run: Run) -> RunState:
     last = run.events.aggregate(m=Max("seq"))["m"] or 0
     return RunState(
-        id=run.id, protocol=run.protocol, conversation_key=run.conversation_key, started_at=run.started_at,
-        scenario_id=run.scenario_id, mode=run.mode, status=run.status, status_reason=run.status_reason,
-        turns_served=set(run.turns_served), finished_at=run.finished_at, next_seq=last + 1,
+        id=run.id,
+        protocol=run.protocol,
+        conversation_key=run.conversation_key,
+        started_at=run.started_at,
+        scenario_id=run.scenario_id,
+        mode=run.mode,
+        status=run.status,
+        status_reason=run.status_reason,
+        turns_served=set(run.turns_served),
+        finished_at=run.finished_at,
+        next_seq=last + 1,
     )
 
 

@@ -29,13 +29,77 @@ FALLBACK_CHUNK_WORDS = 5
 FALLBACK_INTERVAL_MS = 100
 TOLERANCE = 1e-6
 
-LOREM_WORDS = (
-    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore "
-    "magna aliqua ut enim ad minim veniam quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo "
-    "consequat duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla "
-    "pariatur excepteur sint occaecat cupidatat non proident sunt in culpa qui officia deserunt mollit anim id "
-    "est laborum"
-).split()
+LOREM_WORDS = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+    "ut",
+    "enim",
+    "ad",
+    "minim",
+    "veniam",
+    "quis",
+    "nostrud",
+    "exercitation",
+    "ullamco",
+    "laboris",
+    "nisi",
+    "ut",
+    "aliquip",
+    "ex",
+    "ea",
+    "commodo",
+    "consequat",
+    "duis",
+    "aute",
+    "irure",
+    "dolor",
+    "in",
+    "reprehenderit",
+    "in",
+    "voluptate",
+    "velit",
+    "esse",
+    "cillum",
+    "dolore",
+    "eu",
+    "fugiat",
+    "nulla",
+    "pariatur",
+    "excepteur",
+    "sint",
+    "occaecat",
+    "cupidatat",
+    "non",
+    "proident",
+    "sunt",
+    "in",
+    "culpa",
+    "qui",
+    "officia",
+    "deserunt",
+    "mollit",
+    "anim",
+    "id",
+    "est",
+    "laborum",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -360,8 +424,15 @@ def _blocks_for(step: ScenarioTurn, id_seed: str, signature_key: str) -> tuple[t
     return tuple(blocks), has_tools
 
 
-_FINISH_ALIASES = {"stop": "stop", "end_turn": "stop", "length": "length", "max_tokens": "length",
-                   "tool-calls": "tool_calls", "tool_calls": "tool_calls", "tool_use": "tool_calls"}
+_FINISH_ALIASES = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool-calls": "tool_calls",
+    "tool_calls": "tool_calls",
+    "tool_use": "tool_calls",
+}
 
 
 def _scenario_reply(scenario: Scenario, step: ScenarioTurn, pacing_enabled: bool, signature_key: str) -> Reply:
@@ -414,14 +485,16 @@ def _play_scenario(
         step = scenario.turn(turn)
         if step is None:
             problem = f"Scenario {scenario.id} defines no turn {turn} (it has {len(scenario.turns)} turns)"
-            step = _error_turn(turn, problem, assistant_text="Encountered scenario mismatch.",
-                               heading="Scenario Failure")
+            step = _error_turn(
+                turn, problem, assistant_text="Encountered scenario mismatch.", heading="Scenario Failure"
+            )
         else:
             validation = _validation_problem(scenario, step, request)
             if validation:
                 problem = validation
-                step = _error_turn(turn, problem, assistant_text="Scenario validation failed.",
-                                   heading="Test Harness Error")
+                step = _error_turn(
+                    turn, problem, assistant_text="Scenario validation failed.", heading="Test Harness Error"
+                )
     reply = _scenario_reply(scenario, step, pacing_enabled, signature_key)
     if problem:
         return Decision("scenario", scenario.id, turn, reply, problem=problem, notes=notes)
@@ -456,14 +529,24 @@ def _parse_instruction(message: str) -> tuple[dict[str, Any] | None, str]:
         return None, "instruction block needs a non-empty messages array"
     for index, entry in enumerate(data["messages"]):
         ok = isinstance(entry, dict) and (
-            (isinstance(entry.get("text_message"), dict)
-             and isinstance(entry["text_message"].get("length"), int) and entry["text_message"]["length"] >= 0)
-            or (isinstance(entry.get("tool_call"), list) and all(
-                isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args", {}), dict)
-                for c in entry["tool_call"]))
+            (
+                isinstance(entry.get("text_message"), dict)
+                and isinstance(entry["text_message"].get("length"), int)
+                and entry["text_message"]["length"] >= 0
+            )
+            or (
+                isinstance(entry.get("tool_call"), list)
+                and all(
+                    isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args", {}), dict)
+                    for c in entry["tool_call"]
+                )
+            )
         )
         if not ok:
-            return None, f"instruction messages[{index}] is neither text_message {{length}} nor tool_call [...]"
+            return (
+                None,
+                f"instruction messages[{index}] is neither text_message {{length}} nor tool_call [...]",
+            )
     reasoning = data.get("reasoning")
     if reasoning is not None and not (isinstance(reasoning, dict) and isinstance(reasoning.get("length"), int)):
         return None, "instruction reasoning must be {length: int}"
@@ -484,13 +567,20 @@ def _instruction_reply(data: dict[str, Any], request: ChatRequest, pacing_enable
             if reasoning_length:
                 text = _wrap(id_message, lorem(reasoning_length))
                 blocks.append(Block(type="reasoning", text=text, signature=sign_thinking(text, key), choice=index))
-            blocks.append(Block(type="text", text=_wrap(id_message, lorem(entry["text_message"]["length"])),
-                                choice=index))
+            blocks.append(
+                Block(type="text", text=_wrap(id_message, lorem(entry["text_message"]["length"])), choice=index)
+            )
         else:
             for n, call in enumerate(entry["tool_call"]):
-                blocks.append(Block(type="tool_call", call_id=f"call_{short_id(f'{seed}:{index}:{n}')}",
-                                    name=call["name"], arguments=orjson.dumps(call.get("args", {})).decode(),
-                                    choice=index))
+                blocks.append(
+                    Block(
+                        type="tool_call",
+                        call_id=f"call_{short_id(f'{seed}:{index}:{n}')}",
+                        name=call["name"],
+                        arguments=orjson.dumps(call.get("args", {})).decode(),
+                        choice=index,
+                    )
+                )
     return _fallback_reply(tuple(blocks), request, pacing_enabled, seed)
 
 

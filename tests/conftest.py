@@ -50,15 +50,38 @@ def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne
     from django.db import connection
 
     port = free_port()
-    env = {**os.environ, **database_env(connection.settings_dict), "HARNESS_RECORDER_FLUSH_MS": "5",
-           "DJANGO_SETTINGS_MODULE": "harnessweb.settings", **env_overrides}
+    env = {
+        **os.environ,
+        **database_env(connection.settings_dict),
+        "HARNESS_RECORDER_FLUSH_MS": "5",
+        "DJANGO_SETTINGS_MODULE": "harnessweb.settings",
+        **env_overrides,
+    }
     if not env.get("DATABASE_URL"):
         env.pop("DATABASE_URL", None)
     if server == "daphne":
-        cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "harnessweb.asgi:application"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "harnessweb.asgi:application",
+        ]
     else:
-        cmd = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
-               "harnessweb.asgi:application"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-access-log",
+            "harnessweb.asgi:application",
+        ]
     log = tmp / f"{server}-{port}.log"
     process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -77,8 +100,9 @@ def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne
 @pytest.fixture(scope="session")
 def harness_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
     """daphne serving the real ASGI app on the test database, pacing off and a short timeout hold."""
-    server = start_server(tmp_path_factory.mktemp("server"), {"HARNESS_PACING": "off",
-                                                              "HARNESS_TIMEOUT_HOLD_MS": "400"})
+    server = start_server(
+        tmp_path_factory.mktemp("server"), {"HARNESS_PACING": "off", "HARNESS_TIMEOUT_HOLD_MS": "400"}
+    )
     yield server
     server.process.terminate()
     server.process.wait(10)

@@ -106,8 +106,11 @@ def _parse_message(raw: Any, i: int) -> Message:
         elif kind == "tool_result":
             texts.append(text_of(block.get("content"), f"{at}.content"))
     # A user turn made only of tool results is the tool's answer, not the user speaking.
-    return Message(role="tool" if role == "user" and only_tool_results else role, text="\n".join(texts),
-                   thinking=tuple(thinking))
+    return Message(
+        role="tool" if role == "user" and only_tool_results else role,
+        text="\n".join(texts),
+        thinking=tuple(thinking),
+    )
 
 
 def _message_id(reply: Reply) -> str:
@@ -124,15 +127,27 @@ def _event(name: bytes, data: dict[str, Any]) -> bytes:
 
 
 def _message_usage(reply: Reply, output_tokens: int) -> dict[str, int]:
-    return {"input_tokens": reply.usage.input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": output_tokens}
+    return {
+        "input_tokens": reply.usage.input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output_tokens,
+    }
 
 
 @lru_cache(maxsize=2048)
 def encode_stream(reply: Reply, model: str) -> Encoded:
     """The SSE events of a streamed answer, one frame per event; cached, since a turn's bytes never change."""
-    start = {"id": _message_id(reply), "type": "message", "role": "assistant", "model": model, "content": [],
-             "stop_reason": None, "stop_sequence": None, "usage": _message_usage(reply, 1)}
+    start = {
+        "id": _message_id(reply),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _message_usage(reply, 1),
+    }
     frames = [_event(b"message_start", {"type": "message_start", "message": start})]
     content = 0
     for index, block in enumerate(reply.blocks):
@@ -147,20 +162,30 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
             opening = {"type": "tool_use", "id": _tool_id(block), "name": block.name, "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": ""}]
             deltas += [{"type": "input_json_delta", "partial_json": p} for p in argument_chunks(block.arguments)]
-        frames.append(_event(b"content_block_start",
-                             {"type": "content_block_start", "index": index, "content_block": opening}))
+        frames.append(
+            _event(
+                b"content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            )
+        )
         if index == 0:
             frames.append(b'event: ping\ndata: {"type": "ping"}\n\n')
         for delta in deltas:
-            frames.append(_event(b"content_block_delta", {"type": "content_block_delta", "index": index,
-                                                          "delta": delta}))
+            frames.append(
+                _event(b"content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+            )
         content += len(deltas)
         frames.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
-    frames.append(_event(b"message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
-        "usage": _message_usage(reply, reply.usage.output_tokens),
-    }))
+    frames.append(
+        _event(
+            b"message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
+                "usage": _message_usage(reply, reply.usage.output_tokens),
+            },
+        )
+    )
     frames.append(_event(b"message_stop", {"type": "message_stop"}))
     return Encoded(200, SSE_HEADERS, tuple(frames), content)
 
@@ -175,8 +200,14 @@ def encode_message(reply: Reply, model: str) -> Encoded:
         elif block.type == "reasoning":
             content.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
         else:
-            content.append({"type": "tool_use", "id": _tool_id(block), "name": block.name,
-                            "input": orjson.loads(block.arguments)})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": _tool_id(block),
+                    "name": block.name,
+                    "input": orjson.loads(block.arguments),
+                }
+            )
     body = {
         "id": _message_id(reply),
         "type": "message",
@@ -197,13 +228,27 @@ def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     return encode_message(reply, request.model)
 
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
-                504: "timeout_error", 529: "overloaded_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
 
 
-def encode_error(status: int, message: str, *, extra: dict[str, Any] | None = None,
-                 headers: tuple[tuple[bytes, bytes], ...] = (), request_id: str = "") -> Encoded:
+def encode_error(
+    status: int,
+    message: str,
+    *,
+    extra: dict[str, Any] | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    request_id: str = "",
+) -> Encoded:
     """An error in Anthropic's format: ``{"type":"error","error":{"type","message"},"request_id"}``."""
     error: dict[str, Any] = {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}
     error.update(extra or {})
@@ -221,7 +266,12 @@ def encode_failure(failure: Failure) -> Encoded:
 
 def encode_models(ids: list[str]) -> Encoded:
     data = [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"} for i in ids]
-    body = {"data": data, "has_more": False, "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
+    body = {
+        "data": data,
+        "has_more": False,
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    }
     return Encoded(200, JSON_HEADERS, (dumps(body),))
 
 

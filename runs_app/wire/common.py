@@ -93,7 +93,10 @@ def retry_headers(failure: Failure) -> list[tuple[bytes, bytes]]:
     if failure.retry_after_ms is None:
         return []
     seconds = max(1, math.ceil(failure.retry_after_ms / 1000)) if failure.retry_after_ms else 0
-    return [(b"retry-after", str(seconds).encode()), (b"retry-after-ms", str(failure.retry_after_ms).encode())]
+    return [
+        (b"retry-after", str(seconds).encode()),
+        (b"retry-after-ms", str(failure.retry_after_ms).encode()),
+    ]
 
 
 def failure_http_status(failure: Failure) -> int:

@@ -102,7 +102,11 @@ def _choices(reply: Reply) -> dict[int, list[Block]]:
 
 def _usage(reply: Reply) -> dict[str, int]:
     u = reply.usage
-    return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
+    return {
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.total_tokens,
+    }
 
 
 def _completion_id(reply: Reply) -> str:
@@ -131,8 +135,12 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
                     frames.append(frame({"index": index, "delta": {key: piece}, "finish_reason": None}))
                     content += 1
             else:
-                first = {"index": call_index, "id": block.call_id, "type": "function",
-                         "function": {"name": block.name, "arguments": ""}}
+                first = {
+                    "index": call_index,
+                    "id": block.call_id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": ""},
+                }
                 frames.append(frame({"index": index, "delta": {"tool_calls": [first]}, "finish_reason": None}))
                 for piece in argument_chunks(block.arguments):
                     delta = {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
@@ -187,16 +195,32 @@ def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     return encode_completion(reply, request.model)
 
 
-_ERROR_TYPES = {400: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error",
-                429: "requests", 500: "server_error", 504: "timeout"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    404: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "requests",
+    500: "server_error",
+    504: "timeout",
+}
 
 
-def encode_error(status: int, message: str, *, param: str | None = None, code: str | None = None,
-                 extra: dict[str, Any] | None = None,
-                 headers: tuple[tuple[bytes, bytes], ...] = ()) -> Encoded:
+def encode_error(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    code: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> Encoded:
     """An error in OpenAI's format: ``{"error": {"message", "type", "param", "code"}}``."""
-    error: dict[str, Any] = {"message": message, "type": _ERROR_TYPES.get(status, "server_error"), "param": param,
-                             "code": code}
+    error: dict[str, Any] = {
+        "message": message,
+        "type": _ERROR_TYPES.get(status, "server_error"),
+        "param": param,
+        "code": code,
+    }
     error.update(extra or {})
     return Encoded(status, JSON_HEADERS + headers, (dumps({"error": error}),))
 
@@ -219,6 +243,9 @@ def encode_models(ids: list[str]) -> Encoded:
 def malformed(stream: bool) -> Encoded:
     """A 200 whose body no client can parse: the ``invalid_response`` failure."""
     if stream:
-        return Encoded(200, SSE_HEADERS, (b'data: {"id":"chatcmpl-broken","object":"chat.completion.chunk","cho\n\n',
-                                          DONE))
+        return Encoded(
+            200,
+            SSE_HEADERS,
+            (b'data: {"id":"chatcmpl-broken","object":"chat.completion.chunk","cho\n\n', DONE),
+        )
     return Encoded(200, JSON_HEADERS, (b'{"id":"chatcmpl-broken","object":"chat.completion","choices":[{"ind',))
