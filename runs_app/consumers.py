@@ -58,6 +58,25 @@ def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:
     }
 
 
+def close_connection(send: Any) -> None:
+    """Close the TCP connection under a response that is not finished: the client sees a dropped connection.
+
+    ASGI has no message for this, so it reaches the server's transport: daphne's ``send`` is
+    ``partial(server.handle_reply, request)``, uvicorn's is a method of its request cycle. Both transports flush
+    what was written before closing, so the client gets the partial body, then the cut.
+    """
+    transport = getattr(getattr(send, "__self__", None), "transport", None)  # uvicorn
+    if transport is None:  # daphne
+        request = send.args[0] if getattr(send, "args", None) else None
+        transport = getattr(getattr(request, "channel", None), "transport", None)
+    if transport is None:
+        raise RuntimeError("This ASGI server does not let the harness drop a connection")
+    if hasattr(transport, "loseConnection"):
+        transport.loseConnection()
+    else:
+        transport.close()
+
+
 class FakeEndpointConsumer(AsyncHttpConsumer):
     """``POST /v1/chat/completions``, ``POST /v1/messages`` and ``GET /v1/models``."""
 
@@ -119,20 +138,18 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             headers.append((b"x-harness-run", str(self.run.id).encode()))
         if self.protocol is anthropic:
             headers.append((b"request-id", f"req_{uuid.uuid4().hex[:24]}".encode()))
-        frames = encoded.frames
-        if drop_after is not None:
-            # Declare the full length, send part of it and close: the client sees a connection dropped mid-body.
-            headers += [(b"content-length", str(len(encoded.body)).encode()), (b"connection", b"close")]
-            frames = frames[:drop_after]
+        frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         await self.send_headers(status=encoded.status, headers=headers)
-        last = len(frames) - 1
+        last = len(frames) - 1 if drop_after is None else -1
         for i, frame in enumerate(frames):
             if i and interval_ms:
                 await asyncio.sleep(interval_ms / 1000)
-            await self.send_body(frame, more_body=i < last)
+            await self.send_body(frame, more_body=i != last)
             if self.first_byte is None:
                 self.first_byte = time.perf_counter()
-        if not frames:
+        if drop_after is not None:
+            close_connection(self.base_send)
+        elif not frames:
             await self.send_body(b"")
 
     def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
