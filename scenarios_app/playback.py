@@ -169,6 +169,7 @@ class Block:
     call_id: str = ""
     name: str = ""
     arguments: str = ""
+    derived_id: bool = False  # the call id was derived (``call_…``), not authored: encoders may re-prefix it
     choice: int = 0  # OpenAI choice index; instruction mode gives each message its own
 
 
@@ -398,6 +399,7 @@ def _blocks_for(step: ScenarioTurn, id_seed: str, signature_key: str) -> tuple[t
                 Block(
                     type="tool_call",
                     call_id=call.call_id or f"call_{short_id(f'{id_seed}:{index}')}",
+                    derived_id=call.call_id is None,
                     name=call.tool_name,
                     arguments=orjson.dumps(call.arguments).decode(),
                 )
@@ -576,6 +578,7 @@ def _instruction_reply(data: dict[str, Any], request: ChatRequest, pacing_enable
                     Block(
                         type="tool_call",
                         call_id=f"call_{short_id(f'{seed}:{index}:{n}')}",
+                        derived_id=True,
                         name=call["name"],
                         arguments=orjson.dumps(call.get("args", {})).decode(),
                         choice=index,

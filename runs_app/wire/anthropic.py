@@ -119,7 +119,7 @@ def _message_id(reply: Reply) -> str:
 
 def _tool_id(block: Block) -> str:
     # Authored ids are used verbatim; derived ones take Anthropic's prefix.
-    return "toolu_" + block.call_id[5:] if block.call_id.startswith("call_") else block.call_id
+    return "toolu_" + block.call_id.removeprefix("call_") if block.derived_id else block.call_id
 
 
 def _event(name: bytes, data: dict[str, Any]) -> bytes:
