@@ -13,7 +13,7 @@ from scenarios_app.schemas import Scenario
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_cached: tuple[tuple[int, str], Catalog] | None = None
+_cached: tuple[tuple[int, str, int], Catalog] | None = None
 
 
 def current_catalog() -> Catalog:
