@@ -107,10 +107,6 @@ def _scenarios_in(path: Path, data: Any) -> list[Scenario]:
             scenarios.append(Scenario.model_validate(entry))
         except ValidationError as exc:
             problems.append(format_validation_error(exc, source=f"{path}: {prefix}"))
-        except (TypeError, ValueError, AttributeError) as exc:
-            # A before-validator tripping over an unexpected shape raises a plain exception, not a
-            # ValidationError; still name the file rather than crash with a bare traceback.
-            problems.append(f"{path}: {prefix}could not be validated: {type(exc).__name__}: {exc}")
     if problems:
         # Every problem in the file at once: fixing them one run at a time is tedious.
         raise ScenarioFileError("\n".join(problems))

@@ -40,18 +40,18 @@ class Scenario(models.Model):
         return schemas.Scenario.model_validate(self.data)
 
     @classmethod
-    def upsert(cls, scenario: schemas.Scenario) -> tuple[Scenario, bool]:
-        """Store a validated scenario; returns (row, created). An unchanged scenario is left untouched."""
+    def upsert(cls, scenario: schemas.Scenario) -> tuple[Scenario, str]:
+        """Store a validated scenario; returns the row and "created", "updated" or "unchanged" (left untouched)."""
         data = scenario.canonical()
         with transaction.atomic():
             row = cls.objects.select_for_update().filter(id=scenario.id).first()
             if row is None:
-                return cls.objects.create(id=scenario.id, description=scenario.description, data=data), True
-            if row.data != data:
-                row.data = data
-                row.description = scenario.description
-                row.save()
-            return row, False
+                return cls.objects.create(id=scenario.id, description=scenario.description, data=data), "created"
+            if row.data == data:
+                return row, "unchanged"
+            row.data = data
+            row.save()
+            return row, "updated"
 
 
 def catalog_stamp() -> tuple[int, str, int]:

@@ -50,7 +50,10 @@ class ReasoningSegment(_Model):
         if isinstance(data, dict) and "providerMetadata" in data:
             data = dict(data)
             meta = data.pop("providerMetadata") or {}
-            signature = (meta.get("anthropic") or {}).get("signature") if isinstance(meta, dict) else None
+            anthropic = meta.get("anthropic") if isinstance(meta, dict) else None
+            if not isinstance(meta, dict) or not isinstance(anthropic or {}, dict):
+                raise ValueError('providerMetadata must be an object like {"anthropic": {"signature": "..."}}')
+            signature = (anthropic or {}).get("signature")
             if signature and not data.get("signature"):
                 data["signature"] = signature
         return data
@@ -63,28 +66,27 @@ class ToolCallSpec(_Model):
     assistant_text: str | None = None
 
 
-class _ResponseBase(_Model):
+class TextResponse(_Model):
+    kind: Literal["text"]
+    assistant_text: str
     reasoning: list[ReasoningSegment] = Field(default_factory=list)
 
 
-class TextResponse(_ResponseBase):
-    kind: Literal["text"]
-    assistant_text: str
-
-
-class ToolCallResponse(_ResponseBase):
+class ToolCallResponse(_Model):
     kind: Literal["tool-call"]
     assistant_text: str | None = None
     tool_calls: list[ToolCallSpec] = Field(min_length=1)
+    reasoning: list[ReasoningSegment] = Field(default_factory=list)
 
 
-class FinalReportResponse(_ResponseBase):
+class FinalReportResponse(_Model):
     kind: Literal["final-report"]
     report_content: str
     report_format: str = "markdown"
     report_content_json: Any = None
     status: Literal["success", "failure", "partial"] = "success"
     assistant_text: str | None = None
+    reasoning: list[ReasoningSegment] = Field(default_factory=list)
 
 
 Response = Annotated[TextResponse | ToolCallResponse | FinalReportResponse, Field(discriminator="kind")]
@@ -192,7 +194,8 @@ class Scenario(_Model):
 
 
 def format_validation_error(exc: Any, source: str = "") -> str:
-    """One line per pydantic error, naming the field path: ``turns.0.response.assistant_text: Field required``."""
+    """One line per pydantic error, naming the field path (with the response kind where the union chose one):
+    ``turns.0.response.text.assistant_text: Field required``."""
     lines = []
     for err in exc.errors():
         path = ".".join(str(p) for p in err["loc"]) or "(root)"

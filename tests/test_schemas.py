@@ -145,20 +145,15 @@ def test_it_reads_the_signature_from_anthropic_provider_metadata() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="ReasoningSegment._read_provider_metadata calls .get on providerMetadata.anthropic without checking it "
-    "is a mapping, so a malformed value escapes as AttributeError instead of a ValidationError",
-)
 def test_it_rejects_a_non_mapping_anthropic_provider_metadata_as_a_validation_error() -> None:
     reasoning = [{"text": "t", "providerMetadata": {"anthropic": "not-a-mapping"}}]
-    errors_of(
+    message = errors_of(
         {
             "id": "bad-meta",
             "turns": [{"turn": 1, "response": {"kind": "text", "assistant_text": "x", "reasoning": reasoning}}],
         }
     )
+    assert "turns.0.response.text.reasoning.0" in message and "providerMetadata must be an object" in message
 
 
 def test_it_rejects_duplicate_turn_numbers() -> None:

@@ -33,16 +33,7 @@ class Command(BaseCommand):
         lines = []
         with transaction.atomic():
             for path, scenario in loaded:
-                stored = Scenario.objects.filter(id=scenario.id).values_list("data", flat=True).first()
-                # upsert() reports created or not; whether an existing row changed is decided here, the same way
-                # upsert decides to skip the write (stored canonical data equal to the new canonical data).
-                if stored is None:
-                    outcome = "created"
-                elif stored == scenario.canonical():
-                    outcome = "unchanged"
-                else:
-                    outcome = "updated"
-                Scenario.upsert(scenario)
+                _, outcome = Scenario.upsert(scenario)
                 counts[outcome] += 1
                 lines.append(f"{outcome:<9}  {scenario.id}  ({path})")
             if options["dry_run"]:
