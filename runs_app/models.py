@@ -20,6 +20,12 @@ class Run(models.Model):
     status_reason = models.TextField(blank=True, default="")
     conversation_key = models.CharField(max_length=64, blank=True, default="", db_index=True)
     turns_served = models.JSONField(default=list)
+    # CI runs (source "ci") carry what the build knows about itself.
+    name = models.CharField(max_length=200, blank=True)
+    commit = models.CharField(max_length=64, blank=True, db_index=True)
+    branch = models.CharField(max_length=200, blank=True)
+    build_url = models.URLField(max_length=500, blank=True)
+    external_id = models.CharField(max_length=200, null=True, blank=True, unique=True)
     started_at = models.DateTimeField(db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -58,3 +64,229 @@ class AttemptCounter(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run_id", "turn", "protocol"], name="attempt_counter_unique_key")
         ]
+
+
+# -- CI uploads ------------------------------------------------------------------------------------------------------
+
+
+class ApiToken(models.Model):
+    """A bearer token for the REST API. Only its SHA-256 digest is stored; the token is shown once."""
+
+    class Scope(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.READ)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…, {self.scope})"
+
+
+class TraceLog(models.Model):
+    """One turn's trace log file, as the e2e harness collects it (TurnLog: turn number, file path, content)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trace_logs")
+    turn_number = models.PositiveIntegerField()
+    file_path = models.CharField(max_length=1000)
+    content = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "turn_number", "id"]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_number}: {self.file_path}"
+
+
+class Verdict(models.TextChoices):
+    PASS = "PASS"
+    FAIL = "FAIL"
+
+
+class JudgeVerdict(models.Model):
+    """An LLM judge's verdict on a run, plus a reviewer's overrides. The judge's own answer is never changed."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="verdicts")
+    overall = models.CharField(max_length=4, choices=Verdict.choices, blank=True)  # blank when the judge failed
+    summary = models.TextField(blank=True)
+    judge_model = models.CharField(max_length=200, blank=True)
+    prompt_hash = models.CharField(max_length=128, blank=True)
+    raw_output = models.TextField(blank=True)
+    judge_error = models.TextField(blank=True, help_text="Set when the judge itself failed: never counted as FAIL.")
+    override_overall = models.CharField(max_length=4, choices=Verdict.choices, blank=True)
+    override_reason = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"verdict {self.pk} on {self.run_id}"
+
+
+class VerdictCriterion(models.Model):
+    verdict = models.ForeignKey(JudgeVerdict, on_delete=models.CASCADE, related_name="criteria")
+    position = models.PositiveIntegerField()
+    criterion = models.TextField()
+    judge_verdict = models.CharField(max_length=4, choices=Verdict.choices)
+    reason = models.TextField(blank=True)
+    override_verdict = models.CharField(max_length=4, choices=Verdict.choices, blank=True)
+    override_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["verdict", "position"]
+        constraints = [models.UniqueConstraint(fields=["verdict", "position"], name="criterion_unique_position")]
+
+    def __str__(self) -> str:
+        return self.criterion[:80]
+
+
+class VerdictAudit(models.Model):
+    """One reviewer change to a verdict: who, when, what it was before and after; undoing is a change too."""
+
+    verdict = models.ForeignKey(JudgeVerdict, on_delete=models.CASCADE, related_name="audit")
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+    target = models.CharField(max_length=40)  # "overall" or "criterion:<position>"
+    before = models.JSONField(default=dict)  # {"verdict": "", "reason": ""}
+    after = models.JSONField(default=dict)
+    reason = models.TextField(blank=True)
+    undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="undone_by")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.target} {self.before.get('verdict') or '-'} → {self.after.get('verdict') or '-'}"
+
+
+class JUnitReport(models.Model):
+    """One uploaded JUnit XML file; the same bytes uploaded twice to a run are stored once."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="junit_reports")
+    digest = models.CharField(max_length=64)
+    filename = models.CharField(max_length=300, blank=True)
+    tests = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+        constraints = [models.UniqueConstraint(fields=["run", "digest"], name="junit_unique_per_run")]
+
+    def __str__(self) -> str:
+        return self.filename or self.digest[:12]
+
+
+class TestCaseResult(models.Model):
+    class Outcome(models.TextChoices):
+        PASSED = "passed"
+        FAILED = "failed"
+        ERROR = "error"
+        SKIPPED = "skipped"
+        FLAKY = "flaky"  # failed, then passed on a rerun (nextest flakyFailure)
+
+    report = models.ForeignKey(JUnitReport, on_delete=models.CASCADE, related_name="cases")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="test_cases")
+    suite = models.CharField(max_length=500, blank=True)
+    name = models.CharField(max_length=1000)
+    classname = models.CharField(max_length=1000, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, db_index=True)
+    message = models.TextField(blank=True)
+    properties = models.JSONField(default=dict)
+    # From the properties when given; coverage falls back to name patterns.
+    provider = models.CharField(max_length=100, blank=True, db_index=True)
+    tier = models.CharField(max_length=20, blank=True, db_index=True)
+    scenario = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["report", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.classname}::{self.name}" if self.classname else self.name
+
+
+class Cassette(models.Model):
+    """A VCR cassette as uploaded, kept byte for byte."""
+
+    name = models.CharField(max_length=300)
+    provider = models.CharField(max_length=100, db_index=True)
+    scenario = models.CharField(max_length=200, db_index=True)
+    content = models.BinaryField()
+    digest = models.CharField(max_length=64, unique=True)
+    size = models.PositiveIntegerField()
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="cassettes")
+    commit = models.CharField(max_length=64, blank=True)
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["provider", "scenario", "-uploaded_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# -- provider test obligations --------------------------------------------------------------------------------------
+
+TIERS = ("unit", "contract", "conformance", "e2e")
+
+
+class Provider(models.Model):
+    class Onboarding(models.TextChoices):
+        NATIVE = "native"
+        OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible preset"
+
+    name = models.CharField(max_length=100, unique=True)
+    onboarding = models.CharField(max_length=20, choices=Onboarding.choices, default=Onboarding.NATIVE)
+    required_tiers = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Subset of ["unit", "contract", "conformance", "e2e"]; OpenAI-compatible presets usually need none.',
+    )
+    cassette_floor = models.PositiveIntegerField(default=1)
+    required_scenarios = models.JSONField(default=list, blank=True, help_text="Cassette scenarios required.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TierRule(models.Model):
+    """Test-name patterns (regular expressions) that place a JUnit case in a tier when its properties don't."""
+
+    tier = models.CharField(max_length=20, unique=True)
+    patterns = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return self.tier
+
+
+class Waiver(models.Model):
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="waivers")
+    obligation = models.CharField(max_length=20)  # a tier, or "cassettes"
+    reason = models.TextField()
+    expires_on = models.DateField()
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["provider", "obligation", "-expires_on"]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.obligation} until {self.expires_on}"
