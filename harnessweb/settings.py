@@ -118,3 +118,9 @@ HARNESS_TIMEOUT_HOLD_MS = envint("HARNESS_TIMEOUT_HOLD_MS", 30_000)
 HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
 # Key for the deterministic signatures of thinking blocks (not a secret: a test fixture).
 HARNESS_SIGNATURE_KEY = os.environ.get("HARNESS_SIGNATURE_KEY", "scenario-harness-thinking-signature")
+
+# The REST API: request size limit (a 413 beyond it) and pages' login.
+HARNESS_API_MAX_BYTES = envint("HARNESS_API_MAX_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
+LOGIN_URL = "/admin/login/"

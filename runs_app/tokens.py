@@ -1,0 +1,36 @@
+"""API tokens: issued once in clear, stored as a SHA-256 digest, checked in constant time by the lookup."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.utils import timezone
+
+from runs_app.models import ApiToken
+
+TOKEN_PREFIX = "hrn_"
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def issue(name: str, scope: str = ApiToken.Scope.READ) -> tuple[ApiToken, str]:
+    """Create a token; returns the row and the token in clear, which is never stored nor shown again."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken.objects.create(name=name, scope=scope, prefix=token[:12], digest=digest(token))
+    return row, token
+
+
+def authenticate(token: str) -> ApiToken | None:
+    """The live token matching ``token``, its last-used time updated; None when unknown or revoked."""
+    if not token:
+        return None
+    # A digest lookup: the comparison is on hashes, so timing reveals nothing about the token.
+    row = ApiToken.objects.filter(digest=digest(token), revoked_at__isnull=True).first()
+    if row is not None:
+        now = timezone.now()
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        row.last_used_at = now
+    return row
