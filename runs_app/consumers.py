@@ -92,6 +92,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.first_byte: float | None = None
         self.run: RunState | None = None
         self.turn: int | None = None
+        self.request_id = f"req_{uuid.uuid4().hex[:24]}"
         body = await self._read_body(receive)
         if body is None:
             return
@@ -136,8 +137,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         headers = list(encoded.headers)
         if self.run is not None:
             headers.append((b"x-harness-run", str(self.run.id).encode()))
-        if self.protocol is anthropic:
-            headers.append((b"request-id", f"req_{uuid.uuid4().hex[:24]}".encode()))
+        headers.append((b"request-id" if self.protocol is anthropic else b"x-request-id", self.request_id.encode()))
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         await self.send_headers(status=encoded.status, headers=headers)
         last = len(frames) - 1 if drop_after is None else -1
@@ -154,7 +154,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
         if self.protocol is anthropic:
-            return anthropic.encode_error(status, message)
+            return anthropic.encode_error(status, message, request_id=self.request_id)
         return openai.encode_error(status, message, param=param)
 
     # -- handling ------------------------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if failure.status == "timeout":
             hold = failure.retry_after_ms if failure.retry_after_ms is not None else settings.HARNESS_TIMEOUT_HOLD_MS
             await asyncio.sleep(hold / 1000)
-            encoded = protocol.encode_failure(failure)
+            encoded = protocol.encode_failure(failure, self.request_id)
             await self.reply(encoded)
         elif failure.status == "network_error":
             await self.serve_dropped(decision, request)
@@ -300,7 +300,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             encoded = protocol.malformed(request.stream)
             await self.reply(encoded)
         else:
-            encoded = protocol.encode_failure(failure)
+            encoded = protocol.encode_failure(failure, self.request_id)
             await self.reply(encoded)
         recorder.event(
             self.run,

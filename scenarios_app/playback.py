@@ -356,6 +356,13 @@ def _error_turn(turn: int, message: str, *, assistant_text: str, heading: str) -
     )
 
 
+def _js(value: float | None) -> str:
+    """A number as the seed's messages print it (JavaScript): 1 not 1.0, undefined for a missing value."""
+    if value is None:
+        return "undefined"
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
 def _validation_problem(scenario: Scenario, step: ScenarioTurn, request: ChatRequest) -> str:
     if not step.allow_missing_tools and step.expected_tools:
         available = {sanitize_tool_name(t) for t in request.tools}
@@ -367,11 +374,11 @@ def _validation_problem(scenario: Scenario, step: ScenarioTurn, request: ChatReq
     if step.expected_temperature is not None and (
         request.temperature is None or abs(request.temperature - step.expected_temperature) > TOLERANCE
     ):
-        return f"Expected temperature {step.expected_temperature} but received {request.temperature}"
+        return f"Expected temperature {_js(step.expected_temperature)} but received {_js(request.temperature)}"
     if step.expected_top_p is not None and (
         request.top_p is None or abs(request.top_p - step.expected_top_p) > TOLERANCE
     ):
-        return f"Expected topP {step.expected_top_p} but received {request.top_p}"
+        return f"Expected topP {_js(step.expected_top_p)} but received {_js(request.top_p)}"
     if step.expected_reasoning == "enabled" and not request.reasoning_enabled:
         return "Expected reasoning to remain enabled"
     if step.expected_reasoning == "disabled" and request.reasoning_enabled:
@@ -516,6 +523,10 @@ def _play_scenario(
 # Instruction mode and the lorem fallback
 
 
+def _is_length(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _parse_instruction(message: str) -> tuple[dict[str, Any] | None, str]:
     start = message.find(INSTRUCTION_START)
     if start < 0:
@@ -531,13 +542,10 @@ def _parse_instruction(message: str) -> tuple[dict[str, Any] | None, str]:
         return None, "instruction block needs a non-empty messages array"
     for index, entry in enumerate(data["messages"]):
         ok = isinstance(entry, dict) and (
-            (
-                isinstance(entry.get("text_message"), dict)
-                and isinstance(entry["text_message"].get("length"), int)
-                and entry["text_message"]["length"] >= 0
-            )
+            (isinstance(entry.get("text_message"), dict) and _is_length(entry["text_message"].get("length")))
             or (
                 isinstance(entry.get("tool_call"), list)
+                and bool(entry["tool_call"])
                 and all(
                     isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args", {}), dict)
                     for c in entry["tool_call"]
@@ -545,12 +553,9 @@ def _parse_instruction(message: str) -> tuple[dict[str, Any] | None, str]:
             )
         )
         if not ok:
-            return (
-                None,
-                f"instruction messages[{index}] is neither text_message {{length}} nor tool_call [...]",
-            )
+            return None, f"instruction messages[{index}] is neither text_message {{length}} nor a non-empty tool_call"
     reasoning = data.get("reasoning")
-    if reasoning is not None and not (isinstance(reasoning, dict) and isinstance(reasoning.get("length"), int)):
+    if reasoning is not None and not (isinstance(reasoning, dict) and _is_length(reasoning.get("length"))):
         return None, "instruction reasoning must be {length: int}"
     return data, ""
 

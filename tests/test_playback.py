@@ -445,7 +445,7 @@ def test_it_validates_sampling_values_within_a_tolerance(field, request_field, l
 @pytest.mark.parametrize(("field", "label"), [("expected_temperature", "temperature"), ("expected_top_p", "topP")])
 def test_it_fails_when_an_expected_sampling_value_is_absent(field, label):
     scenario = make_scenario("demo", [make_turn(1, **{field: 0.5})])
-    assert_harness_error(make_decision(scenario), f"Expected {label} 0.5 but received None")
+    assert_harness_error(make_decision(scenario), f"Expected {label} 0.5 but received undefined")
 
 
 def test_it_ignores_sampling_values_the_turn_does_not_expect():
@@ -469,8 +469,8 @@ def test_it_reports_the_first_failing_validation_tools_then_temperature_then_top
     fields = {"expected_temperature": 0.1, "expected_top_p": 0.2, "expected_reasoning": "enabled"}
     scenario = make_scenario("demo", [make_turn(1, expected_tools=["t"], **fields)])
     assert make_decision(scenario).problem == "Expected tools not available: t"
-    assert make_decision(scenario, tools=("t",)).problem == "Expected temperature 0.1 but received None"
-    assert make_decision(scenario, tools=("t",), temperature=0.1).problem == "Expected topP 0.2 but received None"
+    assert make_decision(scenario, tools=("t",)).problem == "Expected temperature 0.1 but received undefined"
+    assert make_decision(scenario, tools=("t",), temperature=0.1).problem == "Expected topP 0.2 but received undefined"
     got = make_decision(scenario, tools=("t",), temperature=0.1, top_p=0.2).problem
     assert got == "Expected reasoning to remain enabled"
     assert make_decision(scenario, tools=("t",), temperature=0.1, top_p=0.2, reasoning_enabled=True).problem == ""
@@ -986,3 +986,23 @@ def test_it_prefers_a_selected_scenario_over_an_instruction_block():
     block = make_instruction({"messages": [{"text_message": {"length": 3}}]})
     scenario = make_scenario("matcher", match={"last_user_contains": "instruction_start"})
     assert decide(make_catalog(scenario), make_request(block)).mode == "scenario"
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        '{"messages": [{"tool_call": []}]}',
+        '{"messages": [{"text_message": {"length": true}}]}',
+        '{"messages": [{"text_message": {"length": -1}}]}',
+        '{"reasoning": {"length": -3}, "messages": [{"text_message": {"length": 2}}]}',
+    ],
+)
+def test_it_falls_back_to_lorem_for_instructions_with_impossible_lengths_or_no_calls(instruction):
+    request = ChatRequest(
+        protocol="openai",
+        model="m",
+        messages=(Message(role="user", text=f"<|instruction_start|>{instruction}<|instruction_end|>"),),
+    )
+    decision = decide(Catalog.build([]), request)
+    assert decision.mode == "lorem"
+    assert any(note.startswith("instruction block ignored") for note in decision.notes)

@@ -319,3 +319,23 @@ def test_it_uses_the_anthropic_error_shape_for_anthropic_failures(claude):
         )
     assert caught.value.body["type"] == "error"
     assert caught.value.body["error"]["type"] == "rate_limit_error"
+
+
+def test_it_gives_anthropic_errors_the_request_id_of_their_header(harness_server, transactional_db):
+    response = httpx2.post(f"{harness_server.url}/v1/messages", json={"model": "m", "messages": []})
+    assert response.status_code == 400
+    assert response.json()["request_id"] == response.headers["request-id"]
+    assert response.json()["request_id"].startswith("req_")
+    assert response.headers["x-should-retry"] == "false"
+
+
+def test_it_opens_a_tool_call_stream_with_the_role_on_the_tool_call_delta(oai):
+    make_scenario(
+        "tool-first",
+        [{"turn": 1, "response": {"kind": "tool-call", "tool_calls": [{"tool_name": "lookup", "arguments": {}}]}}],
+    )
+    chunks = list(
+        oai.chat.completions.create(model="m", stream=True, messages=[{"role": "user", "content": "tool-first"}])
+    )
+    first = chunks[0].choices[0].delta
+    assert first.role == "assistant" and first.content is None and first.tool_calls[0].function.name == "lookup"

@@ -429,10 +429,16 @@ def test_it_prefixes_derived_tool_ids_and_keeps_authored_ids_verbatim():
 
 
 @pytest.mark.parametrize(
-    ("finish", "stop_reason"), [("stop", "end_turn"), ("tool_calls", "tool_use"), ("length", "max_tokens")]
+    ("blocks", "finish", "stop_reason"),
+    [
+        ((make_text("x"),), "stop", "end_turn"),
+        ((make_text("x"), make_call("t", {})), "tool_calls", "tool_use"),
+        ((make_text("x"), make_call("t", {})), "stop", "tool_use"),  # tool blocks always stop for tool_use
+        ((make_text("x"),), "length", "max_tokens"),
+    ],
 )
-def test_it_maps_the_finish_to_the_stop_reason(finish, stop_reason):
-    reply = make_reply(make_text("x"), finish=finish)
+def test_it_maps_the_finish_to_the_stop_reason(blocks, finish, stop_reason):
+    reply = make_reply(*blocks, finish=finish)
     assert stream_events(reply)[-2][1]["delta"]["stop_reason"] == stop_reason
     assert message(reply)["stop_reason"] == stop_reason
 

@@ -284,8 +284,13 @@ def test_it_streams_text_with_the_role_first_and_stop_last():
     text = "one two three four five six seven eight nine ten eleven"
     chunks = stream_chunks(make_reply(make_text(text)))
     choices = [c["choices"][0] for c in chunks]
-    assert choices[0] == {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-    assert [c["delta"]["content"] for c in choices[1:-1]] == [
+    # The role rides on the first content delta, with no empty opening chunk.
+    assert choices[0] == {
+        "index": 0,
+        "delta": {"role": "assistant", "content": "one two three four five"},
+        "finish_reason": None,
+    }
+    assert [c["delta"]["content"] for c in choices[:-1]] == [
         "one two three four five",
         " six seven eight nine ten",
         " eleven",
@@ -296,7 +301,7 @@ def test_it_streams_text_with_the_role_first_and_stop_last():
 
 def test_it_chunks_text_by_the_reply_chunk_words():
     chunks = stream_chunks(make_reply(make_text("a b c d e"), chunk_words=2))
-    assert [c["choices"][0]["delta"].get("content") for c in chunks[1:-1]] == ["a b", " c d", " e"]
+    assert [c["choices"][0]["delta"].get("content") for c in chunks[:-1]] == ["a b", " c d", " e"]
 
 
 def test_it_streams_text_that_concatenates_back_exactly():
@@ -308,10 +313,9 @@ def test_it_streams_text_that_concatenates_back_exactly():
 def test_it_streams_reasoning_as_delta_reasoning_before_the_text():
     chunks = stream_chunks(make_reply(make_reasoning("think think think"), make_text("answer")))
     deltas = [c["choices"][0]["delta"] for c in chunks]
-    assert deltas[0] == {"role": "assistant", "content": ""}
-    assert deltas[1] == {"reasoning": "think think think"}
-    assert deltas[2] == {"content": "answer"}
-    assert deltas[3] == {}
+    assert deltas[0] == {"role": "assistant", "reasoning": "think think think"}
+    assert deltas[1] == {"content": "answer"}
+    assert deltas[2] == {}
     assert all("signature" not in json.dumps(c) for c in chunks)
 
 
@@ -361,8 +365,10 @@ def test_it_adds_a_usage_chunk_with_no_choices_only_when_asked():
     assert with_usage[-1]["id"] == with_usage[0]["id"]
     assert with_usage[-1]["object"] == "chat.completion.chunk"
     assert with_usage[-2]["choices"][0]["finish_reason"] == "stop"
+    # Every other chunk carries "usage": null when usage was asked for, and no usage key otherwise.
+    assert all(c["usage"] is None for c in with_usage[:-1])
     without = stream_chunks(reply, include_usage=False)
-    assert without == with_usage[:-1]
+    assert without == [{k: v for k, v in c.items() if k != "usage"} for c in with_usage[:-1]]
     assert all("usage" not in c for c in without)
 
 
@@ -379,16 +385,18 @@ def test_it_streams_instruction_messages_as_separate_choice_indices():
     second = choice_deltas(chunks, 1)
     third = choice_deltas(chunks, 2)
     for deltas in (first, second, third):
-        assert deltas[0]["delta"] == {"role": "assistant", "content": ""}
+        assert deltas[0]["delta"]["role"] == "assistant"
         assert deltas[-1]["delta"] == {}
         assert deltas[-1]["finish_reason"] is not None
         assert all(d["finish_reason"] is None for d in deltas[:-1])
-    assert [d["delta"] for d in first[1:-1]] == [{"reasoning": "r r"}, {"content": "t t"}]
+    assert [d["delta"] for d in first[:-1]] == [{"role": "assistant", "reasoning": "r r"}, {"content": "t t"}]
+    # Each choice finishes on its own content: only the one that calls tools says tool_calls.
+    assert (first[-1]["finish_reason"], third[-1]["finish_reason"]) == ("stop", "stop")
     calls = [t for d in second for t in d["delta"].get("tool_calls", [])]
     assert [c["index"] for c in calls if "id" in c] == [0, 1]
     assert [c["id"] for c in calls if "id" in c] == ["call_x", "call_y"]
     assert second[-1]["finish_reason"] == "tool_calls"
-    assert [d["delta"] for d in third[1:-1]] == [{"content": "last"}]
+    assert [d["delta"] for d in third[:-1]] == [{"role": "assistant", "content": "last"}]
 
 
 def test_it_counts_the_content_frames():
@@ -675,3 +683,9 @@ def test_it_lists_models():
             {"id": "b", "object": "model", "created": CREATED, "owned_by": "harness"},
         ],
     }
+
+
+@pytest.mark.parametrize(("effort", "enabled"), [("", False), ("none", False), (None, False), ("low", True)])
+def test_it_reads_reasoning_effort(effort, enabled):
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "reasoning_effort": effort}
+    assert parse_request(body).reasoning_enabled is enabled

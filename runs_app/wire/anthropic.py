@@ -18,6 +18,7 @@ from runs_app.wire.common import (
     WireError,
     argument_chunks,
     bool_field,
+    choice_finish,
     dumps,
     failure_http_status,
     number_or_none,
@@ -47,7 +48,7 @@ def parse_request(body: Any) -> ChatRequest:
     if not isinstance(raw_messages, list) or not raw_messages:
         raise WireError("messages: at least one message is required", "messages")
     messages = [_parse_message(raw, i) for i, raw in enumerate(raw_messages)]
-    system = text_of(body.get("system"), "system")
+    system = text_of(body.get("system"), "system", index_format="{}.{}")
     tools = []
     raw_tools = body.get("tools") or []
     if not isinstance(raw_tools, list):
@@ -104,7 +105,7 @@ def _parse_message(raw: Any, i: int) -> Message:
             signature = block.get("signature")
             thinking.append(Thinking(block["thinking"], signature if isinstance(signature, str) else None, at))
         elif kind == "tool_result":
-            texts.append(text_of(block.get("content"), f"{at}.content"))
+            texts.append(text_of(block.get("content"), f"{at}.content", index_format="{}.{}"))
     # A user turn made only of tool results is the tool's answer, not the user speaking.
     return Message(
         role="tool" if role == "user" and only_tool_results else role,
@@ -174,14 +175,15 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
             frames.append(
                 _event(b"content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
             )
-        content += len(deltas)
+        # Chunks that carry content: not the empty opening input_json_delta, not the signature.
+        content += sum(1 for d in deltas if d.get("text") or d.get("thinking") or d.get("partial_json"))
         frames.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
     frames.append(
         _event(
             b"message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": _STOP_REASONS[reply.finish], "stop_sequence": None},
+                "delta": {"stop_reason": _STOP_REASONS[choice_finish(reply, reply.blocks)], "stop_sequence": None},
                 "usage": _message_usage(reply, reply.usage.output_tokens),
             },
         )
@@ -214,7 +216,7 @@ def encode_message(reply: Reply, model: str) -> Encoded:
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": _STOP_REASONS[reply.finish],
+        "stop_reason": _STOP_REASONS[choice_finish(reply, reply.blocks)],
         "stop_sequence": None,
         "usage": _message_usage(reply, reply.usage.output_tokens),
     }
@@ -253,15 +255,23 @@ def encode_error(
     error: dict[str, Any] = {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}
     error.update(extra or {})
     body = {"type": "error", "error": error, "request_id": request_id or None}
+    if 400 <= status < 500 and status not in (408, 409, 429) and not any(k == b"x-should-retry" for k, _ in headers):
+        headers += ((b"x-should-retry", b"false"),)  # as the real API marks a request that will never succeed
     return Encoded(status, JSON_HEADERS + headers, (dumps(body),))
 
 
-def encode_failure(failure: Failure) -> Encoded:
+def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
     """A simulated HTTP failure (rate_limit, model_error, timeout) as Anthropic sends it."""
     headers = list(retry_headers(failure))
     if not failure.retryable:
         headers.append((b"x-should-retry", b"false"))
-    return encode_error(failure_http_status(failure), failure.message, extra=failure.error, headers=tuple(headers))
+    return encode_error(
+        failure_http_status(failure),
+        failure.message,
+        extra=failure.error,
+        headers=tuple(headers),
+        request_id=request_id,
+    )
 
 
 def encode_models(ids: list[str]) -> Encoded:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.playback import Failure, Reply, word_chunks
+from scenarios_app.playback import Block, Failure, Reply, word_chunks
 
 # Responses are deterministic: byte-identical for the same scenario turn, so ``created`` is fixed too.
 CREATED = 1735689600  # 2025-01-01T00:00:00Z
@@ -43,8 +43,11 @@ def dumps(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
-def text_of(content: Any, where: str, allowed: tuple[str, ...] = ("text",)) -> str:
-    """The text of a message content: a string, null, or a list of parts of which the text parts count."""
+def text_of(content: Any, where: str, *, index_format: str, allowed: tuple[str, ...] = ("text",)) -> str:
+    """The text of a message content: a string, null, or a list of parts of which the text parts count.
+
+    ``index_format`` names a part in errors the protocol's way: ``"{}[{}]"`` (OpenAI) or ``"{}.{}"`` (Anthropic).
+    """
     if content is None:
         return ""
     if isinstance(content, str):
@@ -52,11 +55,12 @@ def text_of(content: Any, where: str, allowed: tuple[str, ...] = ("text",)) -> s
     if isinstance(content, list):
         texts = []
         for i, part in enumerate(content):
+            at = index_format.format(where, i)
             if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                raise WireError(f"{where}[{i}] must be an object with a type", f"{where}[{i}]")
+                raise WireError(f"{at} must be an object with a type", at)
             if part["type"] in allowed:
                 if not isinstance(part.get("text"), str):
-                    raise WireError(f"{where}[{i}].text must be a string", f"{where}[{i}].text")
+                    raise WireError(f"{at}.text must be a string", f"{at}.text")
                 texts.append(part["text"])
         return "\n".join(texts)
     raise WireError(f"{where} must be a string or an array of content parts", where)
@@ -82,6 +86,13 @@ def bool_field(body: dict[str, Any], name: str) -> bool:
 
 def argument_chunks(arguments: str) -> list[str]:
     return [arguments[i : i + ARGUMENT_CHUNK_CHARS] for i in range(0, len(arguments), ARGUMENT_CHUNK_CHARS)]
+
+
+def choice_finish(reply: Reply, blocks: list[Block] | tuple[Block, ...]) -> str:
+    """The neutral finish of one choice: ``length`` when authored, else ``tool_calls`` iff it calls a tool."""
+    if reply.finish == "length":
+        return "length"
+    return "tool_calls" if any(b.type == "tool_call" for b in blocks) else "stop"
 
 
 def text_chunks(reply: Reply, text: str) -> list[str]:

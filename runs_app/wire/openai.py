@@ -16,6 +16,7 @@ from runs_app.wire.common import (
     WireError,
     argument_chunks,
     bool_field,
+    choice_finish,
     dumps,
     failure_http_status,
     number_or_none,
@@ -51,7 +52,7 @@ def parse_request(body: Any) -> ChatRequest:
         role = raw.get("role")
         if role not in _ROLES:
             raise WireError(f"{where}.role must be one of {', '.join(sorted(_ROLES))}", f"{where}.role")
-        text = text_of(raw.get("content"), f"{where}.content")
+        text = text_of(raw.get("content"), f"{where}.content", index_format="{}[{}]")
         if role in ("system", "developer"):
             system.append(text)
         else:
@@ -76,7 +77,7 @@ def parse_request(body: Any) -> ChatRequest:
         raise WireError("stream_options must be an object", "stream_options")
     effort = body.get("reasoning_effort")
     reasoning = body.get("reasoning")
-    reasoning_enabled = (effort is not None and effort != "none") or (
+    reasoning_enabled = effort not in (None, "", "none") or (
         isinstance(reasoning, dict) and reasoning.get("effort", "medium") not in (None, "none")
     )
     return ChatRequest(
@@ -89,7 +90,7 @@ def parse_request(body: Any) -> ChatRequest:
         top_p=number_or_none(body, "top_p"),
         reasoning_enabled=reasoning_enabled,
         stream=bool_field(body, "stream"),
-        include_usage=bool(stream_options.get("include_usage")),
+        include_usage=stream_options.get("include_usage") is True,
     )
 
 
@@ -117,44 +118,47 @@ def _completion_id(reply: Reply) -> str:
 def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
     """The SSE frames of a streamed answer, one per chunk; cached, since a turn's bytes never change."""
     head = f'data: {{"id":"{_completion_id(reply)}","object":"chat.completion.chunk","created":{CREATED},'
-    head = head.encode() + b'"model":' + dumps(model) + b',"system_fingerprint":null,"choices":['
+    head = head.encode() + b'"model":' + dumps(model) + b',"system_fingerprint":null,'
+    # With include_usage, every chunk but the last carries "usage": null, as the real API sends it.
+    tail = b',"usage":null}\n\n' if include_usage else b"}\n\n"
 
     def frame(choice: dict[str, Any]) -> bytes:
-        return head + dumps(choice) + b"]}\n\n"
+        return head + b'"choices":[' + dumps(choice) + b"]" + tail
 
     frames: list[bytes] = []
     content = 0
     groups = _choices(reply)
     for index, blocks in groups.items():
-        frames.append(frame({"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
+        deltas: list[dict[str, Any]] = []
         call_index = 0
         for block in blocks:
             if block.type in ("text", "reasoning"):
                 key = "content" if block.type == "text" else "reasoning"
-                for piece in text_chunks(reply, block.text):
-                    frames.append(frame({"index": index, "delta": {key: piece}, "finish_reason": None}))
-                    content += 1
+                deltas += [{key: piece} for piece in text_chunks(reply, block.text)]
             else:
-                first = {
+                opening = {
                     "index": call_index,
                     "id": block.call_id,
                     "type": "function",
                     "function": {"name": block.name, "arguments": ""},
                 }
-                frames.append(frame({"index": index, "delta": {"tool_calls": [first]}, "finish_reason": None}))
-                for piece in argument_chunks(block.arguments):
-                    delta = {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
-                    frames.append(frame({"index": index, "delta": delta, "finish_reason": None}))
-                    content += 1
+                deltas.append({"tool_calls": [opening]})
+                deltas += [
+                    {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
+                    for piece in argument_chunks(block.arguments)
+                ]
+                content -= 1  # the opening carries no content
                 call_index += 1
+        # The role rides on the choice's first delta, whatever it carries.
+        deltas = [{"role": "assistant", **deltas[0]}, *deltas[1:]] if deltas else [{"role": "assistant", "content": ""}]
+        content += len(deltas)
+        frames += [frame({"index": index, "delta": delta, "finish_reason": None}) for delta in deltas]
     for index, blocks in groups.items():
-        has_tools = any(b.type == "tool_call" for b in blocks)
-        finish = "tool_calls" if has_tools and reply.finish != "length" else reply.finish
-        frames.append(frame({"index": index, "delta": {}, "finish_reason": finish}))
+        frames.append(frame({"index": index, "delta": {}, "finish_reason": choice_finish(reply, blocks)}))
     if include_usage:
-        frames.append(head[: -len(b'"choices":[')] + b'"choices":[],"usage":' + dumps(_usage(reply)) + b"}\n\n")
+        frames.append(head + b'"choices":[],"usage":' + dumps(_usage(reply)) + b"}\n\n")
     frames.append(DONE)
-    return Encoded(200, SSE_HEADERS, tuple(frames), content)
+    return Encoded(200, SSE_HEADERS, tuple(frames), max(content, 0))
 
 
 @lru_cache(maxsize=2048)
@@ -174,8 +178,9 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
             message["reasoning"] = reasoning
         if calls:
             message["tool_calls"] = calls
-        finish = "tool_calls" if calls and reply.finish != "length" else reply.finish
-        choices.append({"index": index, "message": message, "logprobs": None, "finish_reason": finish})
+        choices.append(
+            {"index": index, "message": message, "logprobs": None, "finish_reason": choice_finish(reply, blocks)}
+        )
     body = {
         "id": _completion_id(reply),
         "object": "chat.completion",
@@ -225,8 +230,11 @@ def encode_error(
     return Encoded(status, JSON_HEADERS + headers, (dumps({"error": error}),))
 
 
-def encode_failure(failure: Failure) -> Encoded:
-    """A simulated HTTP failure (rate_limit, model_error, timeout) as OpenAI sends it."""
+def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
+    """A simulated HTTP failure (rate_limit, model_error, timeout) as OpenAI sends it.
+
+    ``request_id`` keeps the signature the same on both protocols; OpenAI carries it only in ``x-request-id``.
+    """
     status = failure_http_status(failure)
     headers = list(retry_headers(failure))
     if not failure.retryable:
