@@ -1,0 +1,428 @@
+"""Provider test-obligation coverage: for each registered provider and obligation, a state and its evidence.
+
+Obligations are the four test tiers (unit, contract, conformance, e2e) and the VCR cassettes.
+
+How a JUnit test case is attributed to a provider and a tier, field by field:
+
+- provider: the case's ``provider`` column, else its ``provider`` property, else the registered provider name that
+  appears as a word in ``"classname::name"`` (``name`` alone when there is no classname). "As a word" means not
+  preceded or followed by a letter or digit, case-insensitively, with ``-`` and ``_`` interchangeable (Rust test
+  names cannot hold a ``-``): ``anthropic`` is found in ``provider_streaming::anthropic::simple_text`` and in
+  ``checklist_anthropic_auth_key_flows_through``, ``kimi-for-coding`` in ``kimi_for_coding_simple_text``, and
+  ``zai`` is not found in ``zhipuai``. When several providers appear, the leftmost wins (the longest at the same
+  place), so ``provider_streaming::azure::azure_openai_simple_text`` is Azure's. A provider named by column or
+  property that is not registered makes the case count for nobody.
+- tier: the ``tier`` column, else the ``tier`` property (one of the four tiers, any case; ``error_paths`` and
+  ``streaming`` are read as conformance), else the tier whose ``TierRule`` pattern matches ``"classname::name"``
+  earliest (a regular expression searched case-insensitively; ties go to the tier listed first). Earliest, because
+  the classname names the test file or binary, which is what decides a tier: ``e2e_agent::provider_streaming_x``
+  is e2e, ``provider_streaming::e2e_x`` is conformance. A tier without a TierRule row uses the default patterns
+  below; a row with an empty list disables the fallback for that tier.
+
+Evidence for a tier cell is every case, attributed to that provider and tier, of the latest run (by ``started_at``)
+that has at least one; so a failure fixed in a later run no longer counts.
+
+Cassettes count per scenario: the latest cassette for each distinct scenario of the provider (a scenario uploaded
+twice counts once). Every distinct scenario counts toward the floor, as the seed's checklist counts every
+``verify_{provider}_*.json``; the cell passes when the floor is met and every required scenario has a cassette.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils import timezone
+
+from runs_app.models import TIERS, Cassette, Provider, TestCaseResult, TierRule, Waiver
+
+CASSETTES = "cassettes"
+OBLIGATIONS: tuple[str, ...] = (*TIERS, CASSETTES)
+
+PASSING = "passing"
+FAILING = "failing"
+MISSING = "missing"
+NOT_APPLICABLE = "not_applicable"
+WAIVED = "waived"
+
+# The same defaults the seed_providers migration writes into TierRule (see that migration for why error paths
+# count toward conformance and what the e2e pattern accepts).
+DEFAULT_TIER_PATTERNS: dict[str, list[str]] = {
+    "unit": ["provider_unit_checklist"],
+    "contract": ["provider_native_contract"],
+    "conformance": ["provider_streaming", "provider_error_paths"],
+    "e2e": ["(?<![a-z0-9])e2e_"],
+}
+# The seed numbers error paths and streaming as tiers of their own; a CI that says so still lands in the registry's.
+TIER_ALIASES = {"error_paths": "conformance", "streaming": "conformance"}
+
+_PASSED_OUTCOMES = {TestCaseResult.Outcome.PASSED, TestCaseResult.Outcome.FLAKY}
+_FAILED_OUTCOMES = {TestCaseResult.Outcome.FAILED, TestCaseResult.Outcome.ERROR}
+
+
+def _key(name: str) -> str:
+    """A provider name as compared: lower case, ``_`` read as ``-``."""
+    return name.strip().lower().replace("_", "-")
+
+
+def _properties(raw: Any) -> dict[str, str]:
+    """JUnit properties as a dict, whether stored as a mapping or as a list of name/value pairs."""
+    if isinstance(raw, dict):
+        return {str(k).lower(): str(v) for k, v in raw.items() if v is not None}
+    result: dict[str, str] = {}
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, dict) and "name" in item:
+                result[str(item["name"]).lower()] = str(item.get("value", ""))
+            elif isinstance(item, list | tuple) and len(item) == 2:
+                result[str(item[0]).lower()] = str(item[1])
+    return result
+
+
+def _tier_name(value: str | None) -> str | None:
+    value = (value or "").strip().lower()
+    value = TIER_ALIASES.get(value, value)
+    return value if value in TIERS else None
+
+
+class Classifier:
+    """Attributes JUnit cases to a (provider, tier) as the module docstring describes; memoised per test name."""
+
+    def __init__(self, provider_names: Iterable[str], tier_patterns: dict[str, list[str]]):
+        self.providers = {_key(name): name for name in provider_names}
+        # Longest first, so that at one position the alternation prefers "kimi-for-coding" to a shorter "kimi".
+        alternatives = [
+            "[-_]".join(re.escape(part) for part in re.split(r"[-_]", key))
+            for key in sorted(self.providers, key=len, reverse=True)
+        ]
+        self._provider_re = (
+            re.compile(r"(?<![a-z0-9])(" + "|".join(alternatives) + r")(?![a-z0-9])", re.IGNORECASE)
+            if alternatives
+            else None
+        )
+        self._tier_res: list[tuple[str, re.Pattern[str]]] = []
+        for tier in TIERS:
+            for pattern in tier_patterns.get(tier, []):
+                try:
+                    self._tier_res.append((tier, re.compile(pattern, re.IGNORECASE)))
+                except re.error:
+                    # A broken pattern typed in the admin must not take the whole coverage page down.
+                    continue
+        self._by_text: dict[str, tuple[str | None, str | None]] = {}
+
+    def _from_text(self, text: str) -> tuple[str | None, str | None]:
+        if text not in self._by_text:
+            provider = None
+            if self._provider_re is not None and (match := self._provider_re.search(text)):
+                provider = self.providers[_key(match.group(1))]
+            best: tuple[int, int] | None = None
+            for tier, pattern in self._tier_res:
+                if match := pattern.search(text):
+                    candidate = (match.start(), TIERS.index(tier))
+                    best = candidate if best is None else min(best, candidate)
+            self._by_text[text] = (provider, TIERS[best[1]] if best else None)
+        return self._by_text[text]
+
+    def attribute(
+        self, *, name: str, classname: str, provider: str = "", tier: str = "", properties: Any = None
+    ) -> tuple[str | None, str | None]:
+        """The registered provider name and tier a case counts for (either may be None: it counts for no cell)."""
+        props = _properties(properties)
+        text = f"{classname}::{name}" if classname else name
+        named_provider = provider or props.get("provider", "")
+        named_tier = _tier_name(tier) or _tier_name(props.get("tier"))
+        if named_provider and named_tier:
+            return self.providers.get(_key(named_provider)), named_tier
+        guessed_provider, guessed_tier = self._from_text(text)
+        return (
+            self.providers.get(_key(named_provider)) if named_provider else guessed_provider,
+            named_tier or guessed_tier,
+        )
+
+
+@dataclass
+class _TierEvidence:
+    run_id: Any
+    commit: str
+    started_at: datetime.datetime
+    cases: list[tuple[int, str]] = field(default_factory=list)  # (test case id, outcome)
+
+
+@dataclass
+class _Inputs:
+    """Everything the cells are computed from, fetched in a fixed handful of queries."""
+
+    tiers: dict[tuple[str, str], _TierEvidence]
+    cassettes: dict[str, dict[str, dict[str, Any]]]  # provider -> scenario -> latest cassette row
+    waivers: dict[tuple[int, str], list[Waiver]]
+
+
+def _tier_patterns() -> dict[str, list[str]]:
+    patterns = {tier: list(default) for tier, default in DEFAULT_TIER_PATTERNS.items()}
+    for rule in TierRule.objects.all():
+        tier = _tier_name(rule.tier)
+        if tier is not None:
+            patterns[tier] = [p for p in (rule.patterns or []) if isinstance(p, str) and p]
+    return patterns
+
+
+def _collect_tier_evidence(classifier: Classifier) -> dict[tuple[str, str], _TierEvidence]:
+    # Newest run first, a run's cases together: the first run seen for a (provider, tier) is its latest.
+    rows = (
+        TestCaseResult.objects.order_by("-run__started_at", "-run_id", "id")
+        .values_list(
+            "id",
+            "name",
+            "classname",
+            "outcome",
+            "properties",
+            "provider",
+            "tier",
+            "run_id",
+            "run__commit",
+            "run__started_at",
+        )
+        .iterator(chunk_size=2000)
+    )
+    evidence: dict[tuple[str, str], _TierEvidence] = {}
+    for case_id, name, classname, outcome, properties, provider, tier, run_id, commit, started_at in rows:
+        provider_name, tier_name = classifier.attribute(
+            name=name, classname=classname, provider=provider, tier=tier, properties=properties
+        )
+        if provider_name is None or tier_name is None:
+            continue
+        key = (provider_name, tier_name)
+        found = evidence.get(key)
+        if found is None:
+            found = evidence[key] = _TierEvidence(run_id=run_id, commit=commit or "", started_at=started_at)
+        if found.run_id == run_id:
+            found.cases.append((case_id, outcome))
+    return evidence
+
+
+def _scenario_from_name(filename: str, provider_key: str) -> str | None:
+    """The scenario in a ``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json`` name, if it is this
+    provider's."""
+    stem = filename.rsplit("/", 1)[-1].lower().removesuffix(".json").removeprefix("verify_")
+    if _key(stem).startswith(provider_key + "-"):
+        return stem[len(provider_key) + 1 :]
+    return None
+
+
+def _collect_cassettes(provider_names: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    providers = {_key(name): name for name in provider_names}
+    # Longest first: "zhipuai-coding-plan_x" is zhipuai-coding-plan's, not a shorter name's.
+    by_length = sorted(providers, key=len, reverse=True)
+    result: dict[str, dict[str, dict[str, Any]]] = {}
+    rows = Cassette.objects.order_by("-uploaded_at", "-id").values(
+        "id", "name", "provider", "scenario", "uploaded_at", "commit", "run__commit"
+    )
+    for row in rows:
+        provider = providers.get(_key(row["provider"]))
+        scenario = row["scenario"].strip().lower()
+        if provider is None:
+            # The uploader splits the file name on its own; a provider name holding "_" (sap_ai_core) may come out
+            # wrong there, so read the name again against the registry.
+            for key in by_length:
+                if (parsed := _scenario_from_name(row["name"], key)) is not None:
+                    provider, scenario = providers[key], parsed
+                    break
+        if provider is None or not scenario:
+            continue
+        result.setdefault(provider, {}).setdefault(scenario, row)
+    return result
+
+
+def _collect_waivers(providers: list[Provider]) -> dict[tuple[int, str], list[Waiver]]:
+    waivers: dict[tuple[int, str], list[Waiver]] = {}
+    for waiver in Waiver.objects.filter(provider__in=providers).select_related("created_by"):
+        waivers.setdefault((waiver.provider_id, waiver.obligation.strip().lower()), []).append(waiver)
+    return waivers
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _run_label(commit: str) -> str:
+    return f"commit {commit[:12]}" if commit else "no commit recorded"
+
+
+def _kind(provider: Provider) -> str:
+    if provider.onboarding == Provider.Onboarding.OPENAI_COMPATIBLE:
+        return "an OpenAI-compatible preset (covered by the shared OpenAI tests)"
+    return "this provider"
+
+
+def _cell(state: str, reason: str, **values: Any) -> dict[str, Any]:
+    return {
+        "state": state,
+        "reason": reason,
+        "passed": values.get("passed", 0),
+        "failed": values.get("failed", 0),
+        "total": values.get("total", 0),
+        "commit": values.get("commit", ""),
+        "date": values.get("date"),
+        "waiver": None,
+        "evidence": {
+            "test_case_ids": list(values.get("test_case_ids", [])),
+            "cassette_ids": list(values.get("cassette_ids", [])),
+        },
+    }
+
+
+def _tier_cell(provider: Provider, tier: str, evidence: _TierEvidence | None) -> dict[str, Any]:
+    required = tier in (provider.required_tiers or [])
+    if evidence is None:
+        if not required:
+            return _cell(NOT_APPLICABLE, f"{tier} tests are not required for {_kind(provider)}")
+        return _cell(MISSING, f"no {tier} test results for {provider.name} in any uploaded run")
+
+    outcomes = [outcome for _, outcome in evidence.cases]
+    total = len(outcomes)
+    passed = sum(outcome in _PASSED_OUTCOMES for outcome in outcomes)
+    errors = outcomes.count(TestCaseResult.Outcome.ERROR)
+    failed = sum(outcome in _FAILED_OUTCOMES for outcome in outcomes)
+    flaky = outcomes.count(TestCaseResult.Outcome.FLAKY)
+    skipped = outcomes.count(TestCaseResult.Outcome.SKIPPED)
+    where = f"in the latest run ({_run_label(evidence.commit)})"
+    tests = f"{tier} test" if total == 1 else f"{tier} tests"
+
+    if failed:
+        state = FAILING
+        reason = f"{failed} of {total} {tests} failed {where}"
+        if errors:
+            reason += f" ({errors} with an error)"
+    elif passed == 0:
+        state = MISSING
+        if total == 1:
+            reason = f"the only {tests} for {provider.name} was skipped {where}"
+        else:
+            reason = f"all {total} {tests} for {provider.name} were skipped {where}"
+    else:
+        state = PASSING
+        if skipped:
+            reason = f"{passed} of {total} {tests} passed and {skipped} skipped {where}"
+        else:
+            reason = f"all {total} {tests} passed {where}" if total > 1 else f"the {tests} passed {where}"
+        if flaky:
+            reason += f"; {flaky} flaky (failed, then passed on a rerun)"
+    if not required:
+        state = NOT_APPLICABLE
+        reason = f"{tier} tests are not required for {_kind(provider)}; {reason}"
+    return _cell(
+        state,
+        reason,
+        passed=passed,
+        failed=failed,
+        total=total,
+        commit=evidence.commit,
+        date=evidence.started_at.isoformat(),
+        test_case_ids=[case_id for case_id, _ in evidence.cases],
+    )
+
+
+def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    required = [s.strip().lower() for s in (provider.required_scenarios or []) if s.strip()]
+    floor = provider.cassette_floor
+    count = len(present)
+    missing = sorted(s for s in set(required) if s not in present)
+    covered = len(set(required)) - len(missing)
+    latest = max(present.values(), key=lambda row: row["uploaded_at"]) if present else None
+    values: dict[str, Any] = {
+        "passed": covered,
+        "failed": len(missing),
+        "total": len(set(required)),
+        "commit": (latest["commit"] or latest["run__commit"] or "") if latest else "",
+        "date": latest["uploaded_at"].isoformat() if latest else None,
+        "cassette_ids": [present[s]["id"] for s in sorted(present)],
+    }
+    if not required and floor == 0:
+        cell = _cell(NOT_APPLICABLE, f"no cassettes are required for {provider.name}", **values)
+    elif count == 0:
+        wanted = f"; required: {', '.join(sorted(set(required)))}" if required else ""
+        cell = _cell(MISSING, f"no cassettes for {provider.name} (floor {floor}{wanted})", **values)
+    elif count >= floor and not missing:
+        cell = _cell(
+            PASSING,
+            f"{_plural(count, 'cassette')} cover every required scenario (floor {floor})",
+            **values,
+        )
+    else:
+        tally = f"{count} of floor {floor}" if count < floor else f"{count}, floor {floor} met"
+        if missing:
+            reason = f"no cassette for {', '.join(missing)} ({tally})"
+        else:
+            reason = f"{_plural(count, 'cassette')} of floor {floor}"
+        cell = _cell(FAILING, reason, **values)
+    cell.update(count=count, floor=floor, missing_scenarios=missing)
+    return cell
+
+
+def _apply_waiver(cell: dict[str, Any], waivers: list[Waiver], today: datetime.date) -> None:
+    """Turn a failing or missing cell into a waived one while a waiver runs; an expired waiver is only mentioned."""
+    if cell["state"] not in (FAILING, MISSING) or not waivers:
+        return
+    active = [w for w in waivers if w.expires_on >= today]
+    if active:
+        waiver = max(active, key=lambda w: w.expires_on)
+        cell["state"] = WAIVED
+        cell["waiver"] = {
+            "reason": waiver.reason,
+            "expires_on": waiver.expires_on.isoformat(),
+            "by": waiver.created_by.get_username() if waiver.created_by else "",
+        }
+    else:
+        expired = max(w.expires_on for w in waivers)
+        cell["reason"] += f" (a waiver expired on {expired.isoformat()})"
+
+
+def _fetch(providers: list[Provider], names: list[str]) -> _Inputs:
+    """The evidence for ``providers``; ``names`` is the whole registry, against which cases are attributed."""
+    classifier = Classifier(names, _tier_patterns())
+    return _Inputs(
+        tiers=_collect_tier_evidence(classifier),
+        cassettes=_collect_cassettes(names),
+        waivers=_collect_waivers(providers),
+    )
+
+
+def _provider_entry(provider: Provider, inputs: _Inputs, today: datetime.date) -> dict[str, Any]:
+    cells: dict[str, dict[str, Any]] = {}
+    for tier in TIERS:
+        cells[tier] = _tier_cell(provider, tier, inputs.tiers.get((provider.name, tier)))
+    cells[CASSETTES] = _cassette_cell(provider, inputs.cassettes.get(provider.name, {}))
+    for obligation, cell in cells.items():
+        _apply_waiver(cell, inputs.waivers.get((provider.pk, obligation), []), today)
+    return {"name": provider.name, "onboarding": provider.onboarding, "cells": cells}
+
+
+def coverage_report(today: datetime.date | None = None) -> dict[str, Any]:
+    """Every registered provider's obligations as a JSON-serialisable dict.
+
+    Shape: ``{"obligations": [...], "generated_at": iso, "providers": [{"name", "onboarding", "cells":
+    {obligation: cell}}]}``; a cell is ``{"state", "reason", "passed", "failed", "total", "commit", "date",
+    "waiver", "evidence": {"test_case_ids", "cassette_ids"}}`` and the cassettes cell adds ``count``, ``floor`` and
+    ``missing_scenarios``. ``today`` decides which waivers are still running (default: the local date).
+    Runs five queries whatever the number of providers, runs or cases.
+    """
+    today = today or timezone.localdate()
+    providers = list(Provider.objects.all())
+    inputs = _fetch(providers, [provider.name for provider in providers])
+    return {
+        "obligations": list(OBLIGATIONS),
+        "generated_at": timezone.now().isoformat(),
+        "providers": [_provider_entry(provider, inputs, today) for provider in providers],
+    }
+
+
+def provider_coverage(provider: Provider, today: datetime.date | None = None) -> dict[str, Any]:
+    """One provider's entry of :func:`coverage_report` (``{"name", "onboarding", "cells"}``)."""
+    today = today or timezone.localdate()
+    # Attribution is against the whole registry, so that a case naming two providers lands on the same one here
+    # as on the grid.
+    names = list(Provider.objects.values_list("name", flat=True))
+    return _provider_entry(provider, _fetch([provider], names), today)
