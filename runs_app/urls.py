@@ -1,6 +1,12 @@
 """Pages of runs_app (login required)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from runs_app import views
 
 app_name = "runs"
-urlpatterns: list = []
+urlpatterns: list = [
+    path("coverage/", views.coverage, name="coverage"),
+    # path: a provider name is free text in the admin, and the obligation is always the last segment.
+    path("coverage/<path:provider>/<str:obligation>/", views.coverage_cell, name="coverage_cell"),
+]
