@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from runs_app.recorder import RunState, get_recorder, take_attempt
 from runs_app.wire import anthropic, openai
-from runs_app.wire.common import Encoded, WireError
+from runs_app.wire.common import Encoded, Piece, WireError
 from scenarios_app.catalog import current_catalog
 from scenarios_app.playback import ChatRequest, Decision, InvalidRequest, ScenarioNotFound, decide
 
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 PROTOCOLS = {"/v1/chat/completions": openai, "/v1/messages": anthropic}
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization"}
 RUN_HEADER = "x-harness-run"
+LIVE_INTERVAL_S = 0.05
 SCENARIO_HEADER = "x-harness-scenario"
 
 
@@ -140,6 +141,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         headers.append((b"request-id" if self.protocol is anthropic else b"x-request-id", self.request_id.encode()))
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         await self.send_headers(status=encoded.status, headers=headers)
+        # What the client receives is also shown live to the run's watchers, coalesced to a message every
+        # LIVE_INTERVAL_S at most, so an unpaced stream costs one channel-layer message.
+        live: list[Piece] = []
+        last_live = time.perf_counter()
         last = len(frames) - 1 if drop_after is None else -1
         for i, frame in enumerate(frames):
             if i and interval_ms:
@@ -147,10 +152,18 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             await self.send_body(frame, more_body=i != last)
             if self.first_byte is None:
                 self.first_byte = time.perf_counter()
+            piece = encoded.pieces[i] if i < len(encoded.pieces) else None
+            if piece is not None and self.run is not None:
+                live.append(piece)
+                if time.perf_counter() - last_live >= LIVE_INTERVAL_S:
+                    await get_recorder().live(self.run, self.turn, live)
+                    live, last_live = [], time.perf_counter()
         if drop_after is not None:
             close_connection(self.base_send)
         elif not frames:
             await self.send_body(b"")
+        if live and self.run is not None:
+            await get_recorder().live(self.run, self.turn, live)
 
     def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
         if self.protocol is anthropic:

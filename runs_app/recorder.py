@@ -25,6 +25,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from runs_app.models import AttemptCounter, Run, RunEvent
+from runs_app.wire.common import Piece
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
@@ -57,6 +58,9 @@ class RunState:
             started_at=self.started_at,
             finished_at=self.finished_at,
         )
+
+
+RUNS_GROUP = "runs"
 
 
 def group_name(run_id: uuid.UUID | str) -> str:
@@ -151,12 +155,35 @@ class Recorder:
         except Exception:
             log.exception("Could not record %d runs and %d events", len(runs), len(events))
             return
-        layer = get_channel_layer()
-        if layer is None:
-            return
         for event in events:
-            with contextlib.suppress(Exception):  # a full or absent layer must not stop recording
-                await layer.group_send(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
+            await broadcast(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
+        for run in runs:  # the runs list shows new runs and status changes live
+            await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run.id), "status": run.status})
+
+    async def aclose(self) -> None:
+        """Write what is pending and stop the flusher (tests, and servers that shut down cleanly)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+            self._flusher = None
+        await self.flush()
+
+    async def live(self, state: RunState, turn: int | None, pieces: list[Piece]) -> None:
+        """Send what a client has just received of a response to the run's watchers (never stored)."""
+        if pieces:
+            payload = [[p.block, p.kind, p.text] for p in pieces]
+            await broadcast(
+                group_name(state.id), {"type": "run.chunk", "run": str(state.id), "turn": turn, "pieces": payload}
+            )
+
+
+async def broadcast(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    with contextlib.suppress(Exception):  # a full or unreachable layer must not stop recording or streaming
+        await layer.group_send(group, message)
 
 
 def event_payload(event: RunEvent) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import orjson
 
 from runs_app.wire.common import (
     Encoded,
+    Piece,
     WireError,
     argument_chunks,
     bool_field,
@@ -150,7 +151,7 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
         "usage": _message_usage(reply, 1),
     }
     frames = [_event(b"message_start", {"type": "message_start", "message": start})]
-    content = 0
+    pieces: list[Piece | None] = [None]
     for index, block in enumerate(reply.blocks):
         if block.type == "text":
             opening: dict[str, Any] = {"type": "text", "text": ""}
@@ -169,15 +170,17 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
                 {"type": "content_block_start", "index": index, "content_block": opening},
             )
         )
+        pieces.append(Piece(index, "tool_call", block.name) if block.type == "tool_call" else None)
         if index == 0:
             frames.append(b'event: ping\ndata: {"type": "ping"}\n\n')
+            pieces.append(None)
         for delta in deltas:
             frames.append(
                 _event(b"content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
             )
-        # Chunks that carry content: not the empty opening input_json_delta, not the signature.
-        content += sum(1 for d in deltas if d.get("text") or d.get("thinking") or d.get("partial_json"))
+            pieces.append(_piece(index, delta))
         frames.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
+        pieces.append(None)
     frames.append(
         _event(
             b"message_delta",
@@ -189,7 +192,19 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
         )
     )
     frames.append(_event(b"message_stop", {"type": "message_stop"}))
-    return Encoded(200, SSE_HEADERS, tuple(frames), content)
+    pieces += [None, None]
+    return Encoded(200, SSE_HEADERS, tuple(frames), tuple(pieces))
+
+
+def _piece(index: int, delta: dict[str, Any]) -> Piece | None:
+    """What a delta adds, for the live viewer: nothing for the empty opening input_json_delta or a signature."""
+    if delta.get("text"):
+        return Piece(index, "text", delta["text"])
+    if delta.get("thinking"):
+        return Piece(index, "reasoning", delta["thinking"])
+    if delta.get("partial_json"):
+        return Piece(index, "arguments", delta["partial_json"])
+    return None
 
 
 @lru_cache(maxsize=2048)
@@ -220,7 +235,7 @@ def encode_message(reply: Reply, model: str) -> Encoded:
         "stop_sequence": None,
         "usage": _message_usage(reply, reply.usage.output_tokens),
     }
-    return Encoded(200, JSON_HEADERS, (dumps(body),), 1)
+    return Encoded(200, JSON_HEADERS, (dumps(body),))
 
 
 def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:

@@ -16,17 +16,38 @@ ARGUMENT_CHUNK_CHARS = 24
 
 
 @dataclass(frozen=True)
+class Piece:
+    """What one streamed frame adds to the answer: to block ``block`` (its position in the reply), ``text`` of
+    ``kind`` (text, reasoning, arguments, or tool_call for a call's opening, with its name as text)."""
+
+    block: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Encoded:
-    """A response ready to send: status, headers and the body as frames (one frame per paced chunk)."""
+    """A response ready to send: status, headers and the body as frames (one frame per paced chunk).
+
+    ``pieces`` runs beside ``frames`` (None for frames that add no content), so that what a client receives can be
+    shown live, frame by frame, without parsing the bytes back.
+    """
 
     status: int
     headers: tuple[tuple[bytes, bytes], ...]
     frames: tuple[bytes, ...]
-    content_frames: int = 0  # frames that carry content deltas (the chunk count of the summary)
+    pieces: tuple[Piece | None, ...] = ()
 
     @property
     def body(self) -> bytes:
         return b"".join(self.frames)
+
+    @property
+    def content_frames(self) -> int:
+        """Frames that carry content (the chunk count of the response summary); a JSON body is one."""
+        if not self.pieces:
+            return len(self.frames)
+        return sum(1 for p in self.pieces if p is not None and p.kind != "tool_call")
 
 
 class WireError(Exception):

@@ -13,6 +13,7 @@ from typing import Any
 from runs_app.wire.common import (
     CREATED,
     Encoded,
+    Piece,
     WireError,
     argument_chunks,
     bool_field,
@@ -126,15 +127,17 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
         return head + b'"choices":[' + dumps(choice) + b"]" + tail
 
     frames: list[bytes] = []
-    content = 0
+    pieces: list[Piece | None] = []
+    position = {id(b): i for i, b in enumerate(reply.blocks)}
     groups = _choices(reply)
     for index, blocks in groups.items():
-        deltas: list[dict[str, Any]] = []
+        deltas: list[tuple[dict[str, Any], Piece | None]] = []
         call_index = 0
         for block in blocks:
+            at = position[id(block)]
             if block.type in ("text", "reasoning"):
                 key = "content" if block.type == "text" else "reasoning"
-                deltas += [{key: piece} for piece in text_chunks(reply, block.text)]
+                deltas += [({key: p}, Piece(at, block.type, p)) for p in text_chunks(reply, block.text)]
             else:
                 opening = {
                     "index": call_index,
@@ -142,23 +145,26 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
                     "type": "function",
                     "function": {"name": block.name, "arguments": ""},
                 }
-                deltas.append({"tool_calls": [opening]})
+                deltas.append(({"tool_calls": [opening]}, Piece(at, "tool_call", block.name)))
                 deltas += [
-                    {"tool_calls": [{"index": call_index, "function": {"arguments": piece}}]}
-                    for piece in argument_chunks(block.arguments)
+                    ({"tool_calls": [{"index": call_index, "function": {"arguments": p}}]}, Piece(at, "arguments", p))
+                    for p in argument_chunks(block.arguments)
                 ]
-                content -= 1  # the opening carries no content
                 call_index += 1
         # The role rides on the choice's first delta, whatever it carries.
-        deltas = [{"role": "assistant", **deltas[0]}, *deltas[1:]] if deltas else [{"role": "assistant", "content": ""}]
-        content += len(deltas)
-        frames += [frame({"index": index, "delta": delta, "finish_reason": None}) for delta in deltas]
+        if deltas:
+            deltas[0] = ({"role": "assistant", **deltas[0][0]}, deltas[0][1])
+        else:
+            deltas = [({"role": "assistant", "content": ""}, None)]
+        frames += [frame({"index": index, "delta": delta, "finish_reason": None}) for delta, _ in deltas]
+        pieces += [piece for _, piece in deltas]
     for index, blocks in groups.items():
         frames.append(frame({"index": index, "delta": {}, "finish_reason": choice_finish(reply, blocks)}))
     if include_usage:
         frames.append(head + b'"choices":[],"usage":' + dumps(_usage(reply)) + b"}\n\n")
     frames.append(DONE)
-    return Encoded(200, SSE_HEADERS, tuple(frames), max(content, 0))
+    pieces += [None] * (len(frames) - len(pieces))
+    return Encoded(200, SSE_HEADERS, tuple(frames), tuple(pieces))
 
 
 @lru_cache(maxsize=2048)
@@ -190,7 +196,7 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
         "choices": choices,
         "usage": _usage(reply),
     }
-    return Encoded(200, JSON_HEADERS, (dumps(body),), 1)
+    return Encoded(200, JSON_HEADERS, (dumps(body),))
 
 
 def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
