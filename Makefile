@@ -24,6 +24,7 @@ examples: migrate
 	$(BIN)/python manage.py load_scenarios scenarios_app/examples
 
 run: examples
+	@$(BIN)/python manage.py login_link --base-url http://$(HOST):$(PORT)
 	@echo "Serving on http://$(HOST):$(PORT)/ (OpenAI: http://$(HOST):$(PORT)/v1, Anthropic: http://$(HOST):$(PORT))"
 	$(BIN)/daphne -b $(HOST) -p $(PORT) harnessweb.asgi:application
 

@@ -2,39 +2,37 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.security import HttpBearer
 
 from runs_app import tokens
 from runs_app.api import router as runs_router
-from runs_app.models import ApiToken
+from runs_app.schemas import field_errors
 from scenarios_app.api import router as scenarios_router
 
-
-class BearerToken(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        return tokens.authenticate(token)
-
-
-def require_write(request: HttpRequest) -> None:
-    """Refuse a write made with a read-scoped token (403), before anything is written."""
-    if getattr(request, "auth", None) is None or request.auth.scope != ApiToken.Scope.WRITE:
-        raise HttpError(403, "This token has read scope; writing needs a token with write scope.")
-
+# Re-exported: routers call it for writes that the method alone does not reveal.
+require_write = tokens.require_write
 
 api = NinjaAPI(
     title="Scenario harness API",
     version="1",
-    description="CI uploads (runs, judge verdicts, trace logs, JUnit results, cassettes), scenarios, coverage.",
-    auth=BearerToken(),
+    description=(
+        "CI uploads (runs, judge verdicts, trace logs, JUnit results, cassettes), scenarios, coverage. "
+        "Send `Authorization: Bearer <token>`; writes need a write-scoped token. Errors are JSON "
+        '`{"detail", "errors": [{"field", "message"}]}`; batches answer 207 with one result per item.'
+    ),
+    auth=tokens.BearerToken(),
     urls_namespace="api",
     docs_url="/docs",
+    # No page of this site is open to anonymous users; the schema is loaded from the api object in tests.
+    docs_decorator=staff_member_required,
 )
 api.add_router("/scenarios", scenarios_router, tags=["scenarios"])
 api.add_router("/", runs_router, tags=["runs"])
@@ -50,16 +48,26 @@ def _unauthenticated(request: HttpRequest, exc: Exception) -> HttpResponse:
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     # Name each field by its path, e.g. "body.criteria.0.verdict", as CI logs read best.
-    errors = [
-        {"field": ".".join(str(p) for p in err.get("loc", ())), "message": err.get("msg", ""), "type": err.get("type")}
-        for err in exc.errors
-    ]
-    return api.create_response(request, {"detail": "Invalid request", "errors": errors}, status=422)
+    return api.create_response(request, {"detail": "Invalid request", "errors": field_errors(exc.errors)}, status=422)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    cause = exc.__cause__
+    # ninja answers a body it cannot decode with a bare 400; say what is wrong and where, as for any invalid input.
+    if isinstance(cause, json.JSONDecodeError):
+        errors = [{"loc": ("body",), "msg": f"Malformed JSON: {cause}", "type": "json_invalid"}]
+        errors[0].update(line=cause.lineno, column=cause.colno)
+        return _invalid(request, ValidationError(errors))
+    if isinstance(cause, UnicodeDecodeError):
+        errors = [{"loc": ("body",), "msg": f"The body is not UTF-8: {cause}", "type": "unicode_invalid"}]
+        return _invalid(request, ValidationError(errors))
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit = getattr(settings, "HARNESS_API_MAX_BYTES", settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
     return api.create_response(
         request, {"detail": f"Request body is larger than the limit of {limit} bytes"}, status=413
     )

@@ -29,12 +29,15 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "harnessweb",  # project-level commands (login_link)
     "scenarios_app",
     "runs_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (htmx, the stylesheet, the admin's) from the app itself: `make run` needs no web server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -101,7 +104,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / ".staticfiles"
+WHITENOISE_USE_FINDERS = True  # serve straight from the app folders, no collectstatic step
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGGING = {
@@ -123,4 +126,6 @@ HARNESS_SIGNATURE_KEY = os.environ.get("HARNESS_SIGNATURE_KEY", "scenario-harnes
 HARNESS_API_MAX_BYTES = envint("HARNESS_API_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
