@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 import hashlib
 import importlib
 import itertools
@@ -434,7 +435,7 @@ def test_it_computes_the_whole_grid_in_a_handful_of_queries(registry, django_ass
 def test_it_sends_anonymous_visitors_to_the_admin_login(client, registry):
     response = client.get("/coverage/")
     assert response.status_code == 302
-    assert response["Location"] == "/admin/login/?next=/coverage/"
+    assert response["Location"] == "/login/?next=/coverage/"
     assert client.get("/coverage/anthropic/unit/").status_code == 302
 
 
@@ -451,7 +452,9 @@ def test_it_draws_the_grid_with_counts_colours_and_hover_reasons(admin_client, r
     assert "3/5" in html and "4/4" in html
     assert 'href="/coverage/anthropic/contract/"' in html
     assert 'href="/coverage/kimi-for-coding/cassettes/"' in html
-    assert "cdn" not in html.lower() and "<script" not in html
+    # Works offline: every script and stylesheet is served by the app itself.
+    assets = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
+    assert assets and all(a.startswith("/static/") for a in assets)
 
 
 def test_it_shows_the_evidence_behind_a_cell(admin_client, registry):
@@ -497,12 +500,12 @@ def test_it_escapes_what_uploads_and_the_admin_provide(admin_client, registry):
     Provider.objects.create(name="<b>bold</b>", required_tiers=["unit"])
 
     grid = admin_client.get("/coverage/").content.decode()
-    assert "<script" not in grid and "<b>bold" not in grid
+    assert "<script>alert" not in grid and "<b>bold" not in grid
     assert "&lt;b&gt;bold&lt;/b&gt;" in grid
     assert "&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;" in grid
 
     evidence = admin_client.get("/coverage/anthropic/contract/").content.decode()
-    assert "<script" not in evidence and "<img" not in evidence
+    assert "<script>alert" not in evidence and "<img" not in evidence
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in evidence
     assert "&lt;img src=x onerror=alert(2)&gt;" in evidence
 
