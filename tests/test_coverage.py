@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime
-import re
 import hashlib
 import importlib
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
