@@ -7,7 +7,7 @@ PORT ?= 8000
 # The PostgreSQL the backend tests run on (pytest-django creates and drops test_<name>).
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/harness
 
-.PHONY: setup migrate examples run serve-fast test lint format bench clean
+.PHONY: setup browser migrate examples run serve-fast test lint format bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 setup: $(BIN)/.installed
+
+# The browser tests drive Debian's Chromium (never a browser download).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 migrate: setup
 	$(BIN)/python manage.py migrate --noinput
@@ -41,7 +45,7 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+test: lint browser
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -q
 	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m backends -p no:cacheprovider

@@ -168,3 +168,58 @@ def recorded_run(run_id: str, *, status: str | None = None, events: int = 1) -> 
         return run
 
     return wait_for(ready, message=f"run {run_id} (status {status}, {events} events)")
+
+
+# -- the browser ------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, driven by Playwright (no browser download)."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the ORM calls the tests make around it are
+    # still plain synchronous ones.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    executable = shutil.which("chromium")
+    assert executable, "chromium is not installed: `make browser` installs it (apt-get install chromium)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+def log_in(browser: Any, server: LiveServer, username: str = "admin", password: str = "harness-admin-pw") -> Any:
+    """A new browser page, logged in through the real log-in form as a staff user (created if needed)."""
+    from django.contrib.auth.models import User
+
+    if not User.objects.filter(username=username).exists():
+        User.objects.create_superuser(username, "", password)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.goto(f"{server.url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+    return page
+
+
+@pytest.fixture
+def admin_page(browser: Any, harness_server: LiveServer, transactional_db: None) -> Iterator[Any]:
+    page = log_in(browser, harness_server)
+    yield page
+    page.context.close()
