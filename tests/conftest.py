@@ -173,9 +173,13 @@ def recorded_run(run_id: str, *, status: str | None = None, events: int = 1) -> 
 # -- the browser ------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium, headless, driven by Playwright (no browser download)."""
+    """Debian's Chromium, headless, driven by Playwright (no browser download).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in the main thread while it is open, which
+    would stop pytest-asyncio from running the async tests of later modules.
+    """
     import shutil
 
     from playwright.sync_api import sync_playwright

@@ -41,7 +41,7 @@ def test_it_starts_a_new_run_when_a_conversation_replays_a_served_turn(oai):
     first = ask(oai, "replayed").headers["x-harness-run"]
     again = ask(oai, "replayed").headers["x-harness-run"]
     assert first != again
-    assert recorded_run(again).scenario_id == "replayed"
+    assert recorded_run(again, events=4).scenario_id == "replayed"
 
 
 def test_it_never_shares_a_run_between_api_keys(harness_server, transactional_db):
