@@ -423,3 +423,17 @@ def test_it_answers_413_over_http_past_ten_megabytes(harness_server: Any) -> Non
     assert response.status_code == 413
     assert "larger than the limit" in response.json()["detail"]
     assert not TraceLog.objects.exists()
+
+
+# -- coverage --------------------------------------------------------------------------------------------------------
+
+
+def test_it_serves_coverage_as_json_to_any_token() -> None:
+    anonymous = TestClient(api).get("/coverage")
+    response = make_client("read").get("/coverage")
+    another_day = make_client("read").get("/coverage?today=2026-01-01")
+
+    assert anonymous.status_code == 401
+    assert response.status_code == 200
+    assert {"providers", "obligations"} <= set(response.json())
+    assert another_day.status_code == 200
