@@ -126,6 +126,8 @@ HARNESS_SIGNATURE_KEY = os.environ.get("HARNESS_SIGNATURE_KEY", "scenario-harnes
 HARNESS_API_MAX_BYTES = envint("HARNESS_API_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
+# Messages in the session, not a cookie: the admin shows a new API token once as a message.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

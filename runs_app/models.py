@@ -158,8 +158,8 @@ class VerdictAudit(models.Model):
     verdict = models.ForeignKey(JudgeVerdict, on_delete=models.CASCADE, related_name="audit")
     user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     at = models.DateTimeField(auto_now_add=True)
-    target = models.CharField(max_length=40)  # "overall" or "criterion:<position>"
-    before = models.JSONField(default=dict)  # {"verdict": "", "reason": ""}
+    target = models.CharField(max_length=40)  # "overall", "criterion:<position>" or "review" (accepted as is)
+    before = models.JSONField(default=dict)  # {"verdict", "reason"} (+ "reviewed_by", "reviewed_at"): see review.py
     after = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
     undoes = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="undone_by")
