@@ -54,13 +54,18 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     cause = exc.__cause__
-    # ninja answers a body it cannot decode with a bare 400; say what is wrong and where, as for any invalid input.
+    # ninja answers a body it cannot read with a bare 400; say what is wrong and where, as for any invalid input.
+    if isinstance(cause, RequestDataTooBig):
+        return _too_big(request, cause)
     if isinstance(cause, json.JSONDecodeError):
         errors = [{"loc": ("body",), "msg": f"Malformed JSON: {cause}", "type": "json_invalid"}]
         errors[0].update(line=cause.lineno, column=cause.colno)
         return _invalid(request, ValidationError(errors))
     if isinstance(cause, UnicodeDecodeError):
         errors = [{"loc": ("body",), "msg": f"The body is not UTF-8: {cause}", "type": "unicode_invalid"}]
+        return _invalid(request, ValidationError(errors))
+    if isinstance(cause, RecursionError):
+        errors = [{"loc": ("body",), "msg": "The JSON is nested too deeply.", "type": "json_invalid"}]
         return _invalid(request, ValidationError(errors))
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 

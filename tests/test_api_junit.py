@@ -183,6 +183,16 @@ def test_it_answers_a_multipart_body_without_a_file_with_422() -> None:
     assert response.json()["errors"][0]["field"] == "file"
 
 
+def test_it_answers_413_for_a_file_past_the_size_limit(settings: Any) -> None:
+    settings.HARNESS_API_MAX_BYTES = 1000
+    run = make_run()
+
+    response = post_files(make_client(), run, ("junit.xml", make_xml("pytest.xml")))
+
+    assert response.status_code == 413
+    assert not JUnitReport.objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_it_accepts_raw_and_multipart_uploads_over_http(harness_server: Any) -> None:
     run = make_run()

@@ -11,6 +11,7 @@ from typing import Any
 import httpx2
 import pytest
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 from ninja.testing import TestClient
 
@@ -285,6 +286,29 @@ def test_it_answers_413_past_the_size_limit(settings: Any) -> None:
     assert response.status_code == 413
     assert response.json()["detail"] == "Request body is larger than the limit of 200 bytes"
     assert not TraceLog.objects.exists()
+
+
+def test_it_answers_413_when_django_refuses_a_body_ninja_parses(settings: Any) -> None:
+    settings.HARNESS_API_MAX_BYTES = settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    browser = Client(HTTP_AUTHORIZATION=f"Bearer {make_token()}")
+
+    response = browser.post("/api/runs", data=json.dumps({"name": "x" * 200}), content_type="application/json")
+
+    assert response.status_code == 413
+    assert response.json() == {"detail": "Request body is larger than the limit of 100 bytes"}
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/runs", "/runs/{run_id}/trace-logs"])
+def test_it_answers_json_nested_too_deeply_with_422(path: str) -> None:
+    run = make_run()
+
+    response = make_client().post(
+        path.format(run_id=run.id), data=b"[" * 100_000 + b"]" * 100_000, content_type="application/json"
+    )
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["message"] == "The JSON is nested too deeply."
 
 
 # -- verdicts --------------------------------------------------------------------------------------------------------
