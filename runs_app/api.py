@@ -61,6 +61,7 @@ from runs_app.schemas import (
     VerdictOut,
     cassette_file_name,
     field_errors,
+    has_control_characters,
     inline_schema,
     judge_failure,
     leaked_secrets,
@@ -548,6 +549,9 @@ def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
         raise ValidationError(leaks)
 
     name = cassette_file_name(meta.name or upload_name)
+    if has_control_characters(name):
+        # The name goes back out in the download's Content-Disposition header.
+        raise invalid(("query", "name"), "The name holds control characters.")
     provider, scenario = meta.provider.strip(), meta.scenario.strip()
     if not (provider and scenario):
         parsed = parse_cassette_name(name, Provider.objects.values_list("name", flat=True)) if name else None

@@ -440,6 +440,11 @@ def cassette_file_name(name: str) -> str:
     return PurePosixPath(PureWindowsPath(name).name).name.strip()
 
 
+def has_control_characters(value: str) -> bool:
+    """True when ``value`` holds characters that cannot go into a header such as Content-Disposition."""
+    return any(ord(char) < 32 or ord(char) == 127 for char in value)
+
+
 def parse_cassette_name(name: str, providers: Iterable[str] = ()) -> tuple[str, str] | None:
     """``(provider, scenario)`` from ``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json``.
 

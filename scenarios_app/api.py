@@ -7,7 +7,7 @@ writes nothing and keeps its revision. Bodies are validated by the same pydantic
 import datetime as dt
 from typing import Any, Literal
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Path, Router, Schema
@@ -107,7 +107,11 @@ def get_scenario(request: HttpRequest, scenario_id: str = ScenarioId) -> Any:
 def put_scenario(request: HttpRequest, scenario_id: str = ScenarioId) -> Any:
     """201 when created; 200 when updated or unchanged (an unchanged scenario is not written: no new revision)."""
     scenario = validated_scenario(request, scenario_id)
-    row, outcome = Scenario.upsert(scenario)
+    try:
+        row, outcome = Scenario.upsert(scenario)
+    except IntegrityError:
+        # A concurrent PUT created it between upsert's lookup and its insert; now the lookup finds it.
+        row, outcome = Scenario.upsert(scenario)
     body = {"id": row.id, "outcome": outcome, "revision": row.revision, "scenario": row.data}
     return Status(201 if outcome == "created" else 200, body)
 

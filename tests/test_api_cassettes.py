@@ -131,6 +131,13 @@ def test_it_refuses_a_name_it_cannot_read() -> None:
     assert not Cassette.objects.exists()
 
 
+def test_it_refuses_a_name_with_control_characters() -> None:
+    response = upload(make_client(), make_cassette(), name="verify_openai_simple\n_text.json")
+
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "query.name"
+
+
 def test_it_stores_the_same_bytes_once() -> None:
     client = make_client()
 
