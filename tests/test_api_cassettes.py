@@ -42,6 +42,7 @@ def upload(client: TestClient, data: bytes, **query: str) -> Any:
     return client.post("/cassettes", data=data, query_params=query, headers={"Content-Type": "application/json"})
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize(
     "name",
     [
@@ -138,6 +139,7 @@ def test_it_refuses_a_name_with_control_characters() -> None:
     assert response.json()["errors"][0]["field"] == "query.name"
 
 
+@pytest.mark.backends
 def test_it_stores_the_same_bytes_once() -> None:
     client = make_client()
 

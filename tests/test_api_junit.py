@@ -83,6 +83,7 @@ def test_it_stores_vitest_annotations_as_provider_tier_scenario() -> None:
     assert set(cases.values_list("scenario", flat=True)) == {"grocery-list", ""}
 
 
+@pytest.mark.backends
 def test_it_stores_nextest_flaky_and_failed_reruns() -> None:
     run = make_run()
 
@@ -97,6 +98,7 @@ def test_it_stores_nextest_flaky_and_failed_reruns() -> None:
     assert CaseResult.objects.get(run=run, name="gemini_tool_call_stream").provider == ""
 
 
+@pytest.mark.backends
 def test_it_stores_the_same_file_once_per_run() -> None:
     run, other = make_run(), make_run()
     client = make_client()

@@ -94,6 +94,7 @@ def test_it_returns_the_same_run_for_a_retried_external_id() -> None:
     assert Run.objects.filter(external_id="github:812:1").count() == 1
 
 
+@pytest.mark.backends
 @pytest.mark.django_db(transaction=True)
 def test_it_never_duplicates_a_run_under_concurrent_retries() -> None:
     token = make_token()
@@ -142,6 +143,7 @@ def test_it_answers_malformed_json_with_its_line_and_column() -> None:
     assert not Run.objects.exists()
 
 
+@pytest.mark.backends
 def test_it_refuses_a_date_that_cannot_be_stored() -> None:
     response = make_client().post("/runs", json={"started_at": "0001-01-01T00:00:00+01:00"})
 
@@ -232,6 +234,7 @@ def test_it_stores_one_trace_log_in_the_seeds_camel_case() -> None:
     assert (log.turn_number, log.file_path, log.content) == (1, turn_log["filePath"], "SUCCESS\n")
 
 
+@pytest.mark.backends
 def test_it_keeps_the_good_items_of_a_batch_and_reports_the_bad_one() -> None:
     run = make_run()
     batch = [
@@ -314,6 +317,7 @@ def test_it_answers_json_nested_too_deeply_with_422(path: str) -> None:
 # -- verdicts --------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.backends
 def test_it_stores_a_verdict_with_its_criteria() -> None:
     run = make_run()
 

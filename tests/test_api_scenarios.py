@@ -38,6 +38,7 @@ def make_body(scenario_id: str | None = "greeting", text: str = "Hello from the 
     return body
 
 
+@pytest.mark.backends
 def test_it_creates_then_updates_then_leaves_a_scenario_unchanged() -> None:
     client = make_client()
 
@@ -97,6 +98,7 @@ def test_it_names_the_field_path_of_an_invalid_scenario() -> None:
     assert not Scenario.objects.exists()
 
 
+@pytest.mark.backends
 def test_it_refuses_text_the_database_cannot_store() -> None:
     response = make_client().put("/scenarios/greeting", json=make_body(text="nul \x00 here"))
 
