@@ -106,6 +106,11 @@ def invalid(field: tuple[Any, ...], message: str, kind: str = "value_error", **e
     return ValidationError([{"loc": field, "msg": message, "type": kind, **extra}])
 
 
+def invalid_from(exc: PydanticValidationError, *prefix: Any) -> ValidationError:
+    """A 422 with each of a pydantic error's fields, its path led by ``prefix`` (e.g. "body"); raise it."""
+    return ValidationError([{"loc": (*prefix, *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
+
+
 def read_body(request: HttpRequest) -> bytes:
     """The raw request body, refused with 413 when over the limit (also when sent without a Content-Length)."""
     _check_declared_size(request)
@@ -134,6 +139,7 @@ def read_json(request: HttpRequest) -> Any:
 
 
 def is_multipart(request: HttpRequest) -> bool:
+    """Whether the body is multipart/form-data (files), rather than one raw document."""
     return request.headers.get("Content-Type", "").lower().startswith("multipart/")
 
 
@@ -185,9 +191,7 @@ def store_items(
         try:
             item = model.model_validate(data)
         except PydanticValidationError as exc:
-            raise ValidationError(
-                [{"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-            ) from exc
+            raise invalid_from(exc, "body") from exc
         with transaction.atomic():
             return Status(201, out(store(item)))
 
@@ -245,6 +249,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
 
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS}, summary="A run with its events")
 def get_run(request: HttpRequest, run_id: uuid.UUID) -> Any:
+    """One run with its timeline events in order."""
     return get_object_or_404(Run.objects.prefetch_related("events"), id=run_id)
 
 
@@ -517,9 +522,7 @@ def _cassette_meta(request: HttpRequest, meta: CassetteMeta) -> CassetteMeta:
     try:
         return CassetteMeta.model_validate({**form, **given})
     except PydanticValidationError as exc:
-        raise ValidationError(
-            [{"loc": ("form", *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        ) from exc
+        raise invalid_from(exc, "form") from exc
 
 
 @router.post(
@@ -541,9 +544,7 @@ def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
     try:
         cassette = CassetteFile.model_validate(parse_json(data, field))
     except PydanticValidationError as exc:
-        raise ValidationError(
-            [{"loc": (*field, *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        ) from exc
+        raise invalid_from(exc, *field) from exc
     leaks = [{**leak, "loc": (*field, *leak["loc"])} for leak in leaked_secrets(cassette)]
     if leaks:
         raise ValidationError(leaks)
@@ -604,6 +605,7 @@ class CassetteFilters(Schema):
 @router.get("/cassettes", response=list[CassetteOut], summary="List cassettes")
 @paginate(Page)
 def list_cassettes(request: HttpRequest, filters: Query[CassetteFilters]) -> Any:
+    """Cassettes' metadata (not their content), by provider and scenario."""
     cassettes = Cassette.objects.defer("content").order_by("provider", "scenario", "-uploaded_at", "id")
     if filters.provider:
         cassettes = cassettes.filter(provider=filters.provider)
@@ -618,6 +620,7 @@ def list_cassettes(request: HttpRequest, filters: Query[CassetteFilters]) -> Any
     summary="Download a cassette, byte-identical to the upload",
 )
 def download_cassette(request: HttpRequest, cassette_id: RowId) -> HttpResponse:
+    """The cassette exactly as uploaded, as a JSON attachment under its name."""
     row = get_object_or_404(Cassette, pk=cassette_id)
     return HttpResponse(
         bytes(row.content),

@@ -11,12 +11,11 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Path, Router, Schema
-from ninja.errors import ValidationError
 from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import ValidationError as PydanticValidationError
 
-from runs_app.api import Page, invalid, json_body_doc, read_json
+from runs_app.api import Page, invalid, invalid_from, json_body_doc, read_json
 from runs_app.schemas import ErrorOut, inline_schema, unstorable_path
 from runs_app.tokens import SCOPE_MARK, ReadBearerToken
 from scenarios_app import schemas
@@ -75,9 +74,7 @@ def validated_scenario(request: HttpRequest, scenario_id: str) -> schemas.Scenar
     try:
         scenario = schemas.Scenario.model_validate(data)
     except PydanticValidationError as exc:
-        raise ValidationError(
-            [{"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        ) from exc
+        raise invalid_from(exc, "body") from exc
     canonical = scenario.canonical()
     found = unstorable_path(canonical)
     if found:
