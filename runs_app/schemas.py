@@ -220,12 +220,12 @@ class TraceLogOut(Schema):
     run_id: uuid.UUID
     turn_number: int
     file_path: str
-    size: int
+    size: int = Field(description="Bytes of content, in UTF-8")
     created_at: dt.datetime
 
     @staticmethod
     def resolve_size(obj: Any) -> int:
-        return len(obj.content)
+        return len(obj.content.encode("utf-8"))
 
 
 class CriterionIn(BaseModel):

@@ -229,7 +229,7 @@ def test_it_stores_one_trace_log_in_the_seeds_camel_case() -> None:
     response = make_client().post(f"/runs/{run.id}/trace-logs", json=turn_log)
 
     assert response.status_code == 201
-    assert response.json()["turn_number"] == 1
+    assert (response.json()["turn_number"], response.json()["size"]) == (1, 8)
     log = TraceLog.objects.get(run=run)
     assert (log.turn_number, log.file_path, log.content) == (1, turn_log["filePath"], "SUCCESS\n")
 
