@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Count, Max, Sum
 
@@ -40,18 +41,63 @@ class Scenario(models.Model):
         return schemas.Scenario.model_validate(self.data)
 
     @classmethod
-    def upsert(cls, scenario: schemas.Scenario) -> tuple[Scenario, str]:
-        """Store a validated scenario; returns the row and "created", "updated" or "unchanged" (left untouched)."""
+    def upsert(cls, scenario: schemas.Scenario, *, user: Any = None, note: str = "") -> tuple[Scenario, str]:
+        """Store a validated scenario; returns the row and "created", "updated" or "unchanged" (left untouched).
+
+        A created or changed row gets a new :class:`ScenarioVersion` (by ``user``, with ``note``) in the same
+        transaction, so every path that writes through here keeps the history; an unchanged one gets none.
+        """
         data = scenario.canonical()
         with transaction.atomic():
             row = cls.objects.select_for_update().filter(id=scenario.id).first()
             if row is None:
-                return cls.objects.create(id=scenario.id, description=scenario.description, data=data), "created"
+                row = cls.objects.create(id=scenario.id, description=scenario.description, data=data)
+                ScenarioVersion.record(row, None, user=user, note=note)
+                return row, "created"
             if row.data == data:
                 return row, "unchanged"
+            previous = row.data
             row.data = data
             row.save()
+            ScenarioVersion.record(row, previous, user=user, note=note)
             return row, "updated"
+
+
+class ScenarioVersion(models.Model):
+    """One saved state of a scenario: version N is the data as the N-th recorded save left it (the newest is
+    the current data)."""
+
+    scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    data = models.JSONField()
+    saved_at = models.DateTimeField(auto_now_add=True)
+    saved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["scenario", "-number"]
+        constraints = [models.UniqueConstraint(fields=["scenario", "number"], name="scenario_version_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.scenario_id} v{self.number}"
+
+    @classmethod
+    def record(cls, row: Scenario, previous: dict[str, Any] | None, *, user: Any = None, note: str = "") -> None:
+        """Record ``row.data`` as the next version; called inside the transaction that wrote the row.
+
+        Writes that bypass :meth:`Scenario.upsert` (the admin saves the row itself) leave the newest version behind
+        the data they replaced; that data (``previous``) is recorded first, so no state that was live is lost.
+        """
+        latest = cls.objects.filter(scenario=row).order_by("-number").first()
+        number = latest.number if latest else 0
+        if previous is not None and (latest is None or latest.data != previous):
+            number += 1
+            cls.objects.create(scenario=row, number=number, data=previous, note="saved without a recorded version")
+        if user is not None and not getattr(user, "is_authenticated", False):
+            user = None  # an AnonymousUser cannot be stored
+        cls.objects.create(scenario=row, number=number + 1, data=row.data, saved_by=user, note=note[:200])
 
 
 def catalog_stamp() -> tuple[int, str, int]:
