@@ -2,11 +2,21 @@
 
 from typing import Any
 
-from channels.routing import ProtocolTypeRouter
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from django.urls import path
 
-from runs_app.consumers import FakeEndpointConsumer
+from runs_app.consumers import FakeEndpointConsumer, RunsListConsumer, RunTimelineConsumer
 
 FAKE_ENDPOINT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/models"})
+
+# The live pages: the session cookie says who is watching (the consumers refuse anonymous sockets) and the Origin
+# must be one of ALLOWED_HOSTS, so another site cannot open a socket with a visitor's cookie.
+websocket_urlpatterns = [
+    path("ws/runs/", RunsListConsumer.as_asgi()),
+    path("ws/runs/<uuid:run_id>/", RunTimelineConsumer.as_asgi()),
+]
 
 
 def build_application(django_asgi_app: Any) -> ProtocolTypeRouter:
@@ -18,4 +28,5 @@ def build_application(django_asgi_app: Any) -> ProtocolTypeRouter:
             return await fake_endpoint(scope, receive, send)
         return await django_asgi_app(scope, receive, send)
 
-    return ProtocolTypeRouter({"http": http})
+    websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+    return ProtocolTypeRouter({"http": http, "websocket": websocket})
