@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # its static files: the API docs page works offline
     "harnessweb",  # project-level commands (login_link)
     "scenarios_app",
     "runs_app",

@@ -203,6 +203,16 @@ def _collect_tier_evidence(classifier: Classifier) -> dict[tuple[str, str], _Tie
     return evidence
 
 
+# The older cassette names (``{provider}_{scenario}.json``, as in the shared fixtures) name the same scenarios as the
+# seed's ``verify_{provider}_{scenario}.json`` files differently.
+SCENARIO_ALIASES = {
+    "auth_failure_401": "error_auth_401",
+    "bad_request_400": "error_bad_request_400",
+    "rate_limit_429": "error_rate_limit_429",
+    "unicode_content": "unicode_text",
+}
+
+
 def _scenario_from_name(filename: str, provider_key: str) -> str | None:
     """The scenario in a ``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json`` name, if it is this
     provider's."""
@@ -232,7 +242,7 @@ def _collect_cassettes(provider_names: Iterable[str]) -> dict[str, dict[str, dic
                     break
         if provider is None or not scenario:
             continue
-        result.setdefault(provider, {}).setdefault(scenario, row)
+        result.setdefault(provider, {}).setdefault(SCENARIO_ALIASES.get(scenario, scenario), row)
     return result
 
 

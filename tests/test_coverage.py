@@ -528,3 +528,25 @@ def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client,
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith("/admin/login/")
+
+
+def test_it_counts_the_older_cassette_names_for_the_seed_scenarios(registry):
+    for scenario in (
+        "simple_text",
+        "tool_call_single",
+        "unicode_content",
+        "auth_failure_401",
+        "bad_request_400",
+        "rate_limit_429",
+    ):
+        name = f"anthropic_{scenario}.json"
+        Cassette.objects.create(
+            name=name,
+            provider="anthropic",
+            scenario=scenario,
+            content=b"{}",
+            digest=hashlib.sha256(name.encode()).hexdigest(),
+            size=2,
+        )
+    cell = provider_coverage(Provider.objects.get(name="anthropic"))["cells"]["cassettes"]
+    assert cell["state"] == "passing" and cell["missing_scenarios"] == []
