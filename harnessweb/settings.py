@@ -78,6 +78,8 @@ else:
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # Keep the connection: the recorder writes every few milliseconds from one thread.
+            "CONN_MAX_AGE": None,
             # A file, not memory, so that a server started by the tests sees the test database; one per test
             # process, so that two test runs on one machine never share it.
             "TEST": {"NAME": str(BASE_DIR / f".test-db-{os.getpid()}.sqlite3")},
@@ -119,6 +121,9 @@ LOGGING = {
 HARNESS_PACING = os.environ.get("HARNESS_PACING", "on").lower() not in ("off", "0", "false", "no")
 HARNESS_MAX_BODY_BYTES = envint("HARNESS_MAX_BODY_BYTES", 5 * 1024 * 1024)
 HARNESS_TIMEOUT_HOLD_MS = envint("HARNESS_TIMEOUT_HOLD_MS", 30_000)
+# The file whose move tells every server process to reload its scenarios ("" = next to the database, "off" = ask
+# the database on every request instead, for hosts that share the database but not a file system).
+HARNESS_CATALOG_STAMP = os.environ.get("HARNESS_CATALOG_STAMP", "")
 HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
 # Key for the deterministic signatures of thinking blocks (not a secret: a test fixture).
 HARNESS_SIGNATURE_KEY = os.environ.get("HARNESS_SIGNATURE_KEY", "scenario-harness-thinking-signature")

@@ -7,7 +7,6 @@ database work is one cached catalog check per request; runs and events are writt
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import time
@@ -24,7 +23,7 @@ from django.utils import timezone
 from runs_app.recorder import RunState, get_recorder, take_attempt
 from runs_app.wire import anthropic, openai
 from runs_app.wire.common import Encoded, Piece, WireError
-from scenarios_app.catalog import current_catalog
+from scenarios_app.catalog import cached_catalog, current_catalog
 from scenarios_app.playback import ChatRequest, Decision, InvalidRequest, ScenarioNotFound, decide
 
 log = logging.getLogger(__name__)
@@ -78,13 +77,17 @@ def close_connection(send: Any) -> None:
         transport.close()
 
 
+class ClientGone(Exception):
+    """The client hung up while the response waited."""
+
+
 class FakeEndpointConsumer(AsyncHttpConsumer):
     """``POST /v1/chat/completions``, ``POST /v1/messages`` and ``GET /v1/models``."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         # Our own loop instead of AsyncConsumer's: no channel layer per request, no connection cleanup per
-        # message, and the response runs beside a watch on ``receive`` so a client that hangs up is noticed
-        # mid-stream (AsyncHttpConsumer would only see it after handle() returned).
+        # message, and a client that hangs up is noticed while the response waits (see pause()), which
+        # AsyncHttpConsumer would only see after handle() returned.
         self.scope = scope
         self.base_send = send
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -94,22 +97,32 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.run: RunState | None = None
         self.turn: int | None = None
         self.request_id = f"req_{uuid.uuid4().hex[:24]}"
+        self._receive = receive
+        self._disconnect: asyncio.Future[Any] | None = None
         body = await self._read_body(receive)
         if body is None:
             return
-        respond = asyncio.ensure_future(self.handle(body))
-        watch = asyncio.ensure_future(receive())
-        done, _ = await asyncio.wait({respond, watch}, return_when=asyncio.FIRST_COMPLETED)
-        if respond in done:
-            watch.cancel()
-            respond.result()
-            return
-        respond.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await respond
-        if self.run is not None:
-            elapsed = round((time.perf_counter() - self.started) * 1000, 3)
-            get_recorder().event(self.run, "client_disconnected", self.turn, {"after_ms": elapsed})
+        try:
+            await self.handle(body)
+        except ClientGone:
+            if self.run is not None:
+                elapsed = round((time.perf_counter() - self.started) * 1000, 3)
+                get_recorder().event(self.run, "client_disconnected", self.turn, {"after_ms": elapsed})
+        finally:
+            if self._disconnect is not None:
+                self._disconnect.cancel()
+
+    async def pause(self, seconds: float) -> None:
+        """Wait, unless the client hangs up meanwhile (then raise ClientGone).
+
+        Only responses that wait (pacing, a held timeout) watch ``receive``: a response sent at once needs no
+        second task, which keeps the common case cheap.
+        """
+        if self._disconnect is None:
+            self._disconnect = asyncio.ensure_future(self._receive())
+        done, _ = await asyncio.wait({self._disconnect}, timeout=seconds)
+        if done and self._disconnect.result().get("type") == "http.disconnect":
+            raise ClientGone
 
     async def _read_body(self, receive: Any) -> bytes | None:
         limit = settings.HARNESS_MAX_BODY_BYTES
@@ -148,7 +161,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         last = len(frames) - 1 if drop_after is None else -1
         for i, frame in enumerate(frames):
             if i and interval_ms:
-                await asyncio.sleep(interval_ms / 1000)
+                await self.pause(interval_ms / 1000)
             await self.send_body(frame, more_body=i != last)
             if self.first_byte is None:
                 self.first_byte = time.perf_counter()
@@ -201,7 +214,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             raise WireError(f"{RUN_HEADER} must be a UUID, got {value[:80]!r}", RUN_HEADER) from None
 
     async def models(self) -> None:
-        catalog = await sync_to_async(current_catalog)()
+        catalog = cached_catalog() or await sync_to_async(current_catalog)()
         ids = sorted(catalog.by_id)
         encoder = anthropic if "anthropic-version" in self.headers else openai
         await self.reply(encoder.encode_models(ids))
@@ -222,7 +235,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 "body": payload,
             },
         )
-        catalog = await sync_to_async(current_catalog)()
+        catalog = cached_catalog() or await sync_to_async(current_catalog)()
         try:
             decision = decide(
                 catalog,
@@ -303,7 +316,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         protocol = self.protocol
         if failure.status == "timeout":
             hold = failure.retry_after_ms if failure.retry_after_ms is not None else settings.HARNESS_TIMEOUT_HOLD_MS
-            await asyncio.sleep(hold / 1000)
+            await self.pause(hold / 1000)
             encoded = protocol.encode_failure(failure, self.request_id)
             await self.reply(encoded)
         elif failure.status == "network_error":

@@ -1,10 +1,26 @@
-"""The in-memory catalog the fake endpoints serve from, rebuilt when any process changes the scenarios table."""
+"""The in-memory catalog the fake endpoints serve from, rebuilt when any process changes the scenarios table.
+
+Every request must see the scenarios as stored, whichever process saved them (the dashboard, the API,
+``load_scenarios``, another worker). Asking the database on every request costs a query and a thread hop, a large
+share of a fake response's budget; so each committed change also rewrites a small stamp file (by atomic rename,
+which changes its inode), and the endpoint compares the file's stat with the one the cached catalog was built
+under: one ``stat`` call per request, on the event loop. The database is asked only when the stamp moved, or on
+every request when there is no stamp file to trust (``HARNESS_CATALOG_STAMP=off``, e.g. hosts that share the
+database but not a file system).
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import secrets
 import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from django.conf import settings
+from django.db import connection, transaction
 from pydantic import ValidationError
 
 from scenarios_app import models
@@ -13,20 +29,73 @@ from scenarios_app.schemas import Scenario
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_cached: tuple[tuple[int, str, int], Catalog] | None = None
+
+
+@dataclass(frozen=True)
+class _Cached:
+    path: Path | None
+    db_stamp: tuple[int, str, int]
+    file_stamp: tuple[int, int] | None
+    catalog: Catalog
+
+
+_cached: _Cached | None = None
+
+
+def stamp_path() -> Path | None:
+    """The stamp file of the database in use (the same path in every process that uses that database)."""
+    configured = settings.HARNESS_CATALOG_STAMP
+    if configured == "off":
+        return None
+    if configured:
+        return Path(configured)
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return Path(f"{db['NAME']}.catalog-stamp")
+    return settings.BASE_DIR / f".catalog-stamp-{db.get('HOST') or 'local'}-{db.get('PORT') or ''}-{db['NAME']}"
+
+
+def _file_stamp(path: Path | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def touch_stamp() -> None:
+    """Move the stamp: every server process reloads its catalog on its next request."""
+    path = stamp_path()
+    if path is None:
+        return
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(secrets.token_hex(8))
+        os.replace(tmp, path)
+    except OSError:
+        log.exception("Could not move the catalog stamp %s; servers fall back to asking the database", path)
+
+
+def scenarios_changed(**_: Any) -> None:
+    """post_save/post_delete receiver: move the stamp once the change is committed (visible to other processes)."""
+    transaction.on_commit(touch_stamp)
 
 
 def current_catalog() -> Catalog:
-    """The catalog as stored now. One cheap aggregate query per call; a full reload only when it changed.
-
-    Checking the database on every request (rather than trusting an in-process signal) is what makes a scenario
-    saved by another process (``load_scenarios``, another worker) served from the very next request.
-    """
+    """The catalog as stored now: one cheap aggregate query, a full reload only when it changed."""
     global _cached
-    stamp = models.catalog_stamp()
+    path = stamp_path()
+    file_stamp = _file_stamp(path)  # read before the database: a change committed after it moves it again
+    if file_stamp is None and path is not None:
+        touch_stamp()
+        file_stamp = _file_stamp(path)
+    db_stamp = models.catalog_stamp()
     cached = _cached
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
+    if cached is not None and cached.db_stamp == db_stamp:
+        _cached = _Cached(path, db_stamp, file_stamp, cached.catalog)
+        return cached.catalog
     with _lock:
         scenarios = []
         for row in models.Scenario.objects.all():
@@ -35,5 +104,13 @@ def current_catalog() -> Catalog:
             except ValidationError as exc:  # only reachable by editing the table by hand
                 log.error("Stored scenario %s does not validate and is not served: %s", row.id, exc)
         catalog = Catalog.build(scenarios)
-        _cached = (stamp, catalog)
+        _cached = _Cached(path, db_stamp, file_stamp, catalog)
     return catalog
+
+
+def cached_catalog() -> Catalog | None:
+    """The cached catalog when the stamp file says it is current; None when the database must be asked."""
+    cached = _cached
+    if cached is None or cached.file_stamp is None:
+        return None
+    return cached.catalog if _file_stamp(cached.path) == cached.file_stamp else None

@@ -296,6 +296,9 @@ class Catalog:
 
     by_id: dict[str, Scenario]
     matchers: tuple[Scenario, ...]  # scenarios with match rules, best first
+    # Replies of scripted turns, built once per catalog: the same turn always gets the same reply (and, through
+    # the encoders' caches, the same bytes).
+    replies: dict[tuple[str, int, bool, str], Reply] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def build(cls, scenarios: list[Scenario]) -> Catalog:
@@ -482,7 +485,7 @@ def _failure(step: ScenarioTurn) -> Failure:
 
 
 def _play_scenario(
-    scenario: Scenario, request: ChatRequest, pacing_enabled: bool, signature_key: str, how: str
+    catalog: Catalog, scenario: Scenario, request: ChatRequest, pacing_enabled: bool, signature_key: str, how: str
 ) -> Decision:
     turn = request.turn
     notes = (f"scenario {scenario.id} chosen by {how}",)
@@ -504,9 +507,13 @@ def _play_scenario(
                 step = _error_turn(
                     turn, problem, assistant_text="Scenario validation failed.", heading="Test Harness Error"
                 )
-    reply = _scenario_reply(scenario, step, pacing_enabled, signature_key)
     if problem:
+        reply = _scenario_reply(scenario, step, pacing_enabled, signature_key)
         return Decision("scenario", scenario.id, turn, reply, problem=problem, notes=notes)
+    key = (scenario.id, turn, pacing_enabled, signature_key)
+    reply = catalog.replies.get(key) or catalog.replies.setdefault(
+        key, _scenario_reply(scenario, step, pacing_enabled, signature_key)
+    )
     return Decision(
         "scenario",
         scenario.id,
@@ -651,7 +658,7 @@ def decide(
     scenario, how = select_scenario(catalog, request, header_scenario)
     check_thinking_signatures(request, scenario, signature_key)
     if scenario is not None:
-        return _play_scenario(scenario, request, pacing_enabled, signature_key, how)
+        return _play_scenario(catalog, scenario, request, pacing_enabled, signature_key, how)
     instruction, why_not = _parse_instruction(request.last_user)
     if instruction is not None:
         reply = _instruction_reply(instruction, request, pacing_enabled, signature_key)
