@@ -186,13 +186,22 @@ def split_lines(text: str) -> list[str]:
     return [line for line in text.split("\n") if line.strip()]
 
 
-def _put(target: dict[str, Any], key: str, value: str) -> None:
-    """Set ``key`` unless the field was left empty: the model then applies its default (or says it is required).
+_JSON_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
 
-    Numbers go to the model as the typed text: its lax mode reads ``"0.2"`` and its message names what is wrong.
-    """
+
+def _number_or_text(value: str) -> Any:
+    """A typed number as a number (so the raw tab shows 0.2, not "0.2"); anything else as the text itself, for the
+    model to refuse with its own message."""
+    text = value.strip()
+    if _JSON_NUMBER.fullmatch(text):
+        return json.loads(text)
+    return value
+
+
+def _put(target: dict[str, Any], key: str, value: str, number: bool = False) -> None:
+    """Set ``key`` unless the field was left empty: the model then applies its default (or says it is required)."""
     if value.strip() != "":
-        target[key] = value
+        target[key] = _number_or_text(value) if number else value
 
 
 def _json(value: str, name: str, errors: Errors) -> Any:
@@ -238,20 +247,21 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     response["reasoning"] = reasoning
 
     data: dict[str, Any] = {"response": response}
-    _put(data, "turn", turn["turn"])
+    _put(data, "turn", turn["turn"], number=True)
     data["expected_tools"] = split_list(turn["expected_tools"])
     data["allow_missing_tools"] = turn["allow_missing_tools"]
-    for name in ("expected_temperature", "expected_top_p", "expected_reasoning", "failures_before_success"):
-        _put(data, name, turn[name])
+    for name in ("expected_temperature", "expected_top_p", "failures_before_success"):
+        _put(data, name, turn[name], number=True)
+    _put(data, "expected_reasoning", turn["expected_reasoning"])
     _put(data, "failure_status", turn["failure_status"])
     _put(data, "failure_message", turn["failure_message"])
     data["failure_retryable"] = turn["failure_retryable"]
-    _put(data, "failure_retry_after_ms", turn["failure_retry_after_ms"])
+    _put(data, "failure_retry_after_ms", turn["failure_retry_after_ms"], number=True)
     if turn["failure_error"].strip():
         data["failure_error"] = _json(turn["failure_error"], f"{p}failure_error", errors)
     usage: dict[str, Any] = {}
     for f in USAGE_FIELDS:
-        _put(usage, f, turn["usage"][f])
+        _put(usage, f, turn["usage"][f], number=True)
     data["usage"] = usage
     _put(data, "finish_reason", turn["finish_reason"])
     return data
@@ -273,7 +283,7 @@ def state_to_data(state: FormState) -> tuple[dict[str, Any], Errors]:
     if state["pacing_enabled"]:
         pacing: dict[str, Any] = {}
         for f in PACING_FIELDS:
-            _put(pacing, f, state["pacing"][f])
+            _put(pacing, f, state["pacing"][f], number=True)
         data["pacing"] = pacing
     if state["match_enabled"]:
         match: dict[str, Any] = {}
@@ -283,7 +293,7 @@ def state_to_data(state: FormState) -> tuple[dict[str, Any], Errors]:
             elif state["match"][f] != "":
                 match[f] = state["match"][f]
         data["match"] = match
-    _put(data, "priority", state["priority"])
+    _put(data, "priority", state["priority"], number=True)
     data["turns"] = [_turn_to_data(turn, i, errors) for i, turn in enumerate(state["turns"])]
     return data, errors
 

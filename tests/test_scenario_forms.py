@@ -207,7 +207,9 @@ def test_it_puts_the_models_messages_beside_their_fields() -> None:
 
     assert scenario is None
     assert errors["id"] == ["String should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'"]
-    assert errors["turns-0-expected_temperature"] == ["Input should be a valid number, unable to parse string as a number"]
+    assert errors["turns-0-expected_temperature"] == [
+        "Input should be a valid number, unable to parse string as a number"
+    ]
     assert errors["turns-1-tool_calls-0-tool_name"] == ["String should have at least 1 character"]
     assert errors["turns-1-failure_status"][0].startswith("Input should be 'timeout'")
     assert errors["pacing-chunk_words"] == ["Input should be greater than or equal to 1"]
