@@ -15,5 +15,6 @@ urlpatterns = [
     path("admin/coverage/", coverage_admin_view, name="admin_coverage"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("scenarios/", include("scenarios_app.urls")),
     path("", include("runs_app.urls")),
 ]

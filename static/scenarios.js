@@ -1,0 +1,242 @@
+// "Try it" on the scenario editor: send the preview's request to the real fake endpoint and show the answer as the
+// stream arrives. No library: fetch with a ReadableStream reader, and a small SSE parser for both protocols.
+(function () {
+  "use strict";
+
+  const RETRYABLE = new Set([408, 409, 429, 500, 502, 503, 504]);
+  const MAX_ATTEMPTS = 6;
+
+  // crypto.randomUUID needs a secure context; the dashboard may be served over plain http on a LAN address.
+  function uuid4() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
+  function sleep(ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text; // text only: answers are never parsed as HTML
+    return node;
+  }
+
+  // What the client was told to wait before retrying, as the SDKs read it.
+  function retryDelay(response) {
+    const ms = Number(response.headers.get("retry-after-ms"));
+    if (ms >= 0 && response.headers.has("retry-after-ms")) return ms;
+    const seconds = Number(response.headers.get("retry-after"));
+    if (seconds > 0) return seconds * 1000;
+    return 500;
+  }
+
+  class View {
+    constructor(box) {
+      this.out = box.querySelector(".try-output");
+      this.meta = this.out.querySelector(".try-meta");
+      this.attempts = this.out.querySelector(".try-attempts");
+      this.reasoningBox = this.out.querySelector(".try-reasoning");
+      this.reasoning = this.reasoningBox.querySelector("pre");
+      this.text = this.out.querySelector(".try-text");
+      this.toolsBox = this.out.querySelector(".try-tools");
+      this.calls = new Map();
+    }
+    reset(runId) {
+      this.out.hidden = false;
+      this.meta.replaceChildren("Run ", Object.assign(el("a", "mono", runId), { href: `/runs/${runId}/` }));
+      this.attempts.replaceChildren();
+      this.clearAnswer();
+    }
+    clearAnswer() {
+      this.reasoning.textContent = "";
+      this.reasoningBox.hidden = true;
+      this.text.textContent = "";
+      this.toolsBox.querySelectorAll(".call").forEach((n) => n.remove());
+      this.toolsBox.hidden = true;
+      this.calls.clear();
+    }
+    attempt(message, bad) {
+      const item = el("li", bad ? "bad" : "", message);
+      this.attempts.append(item);
+      return item;
+    }
+    appendText(delta) {
+      this.text.append(delta);
+    }
+    appendReasoning(delta) {
+      this.reasoningBox.hidden = false;
+      this.reasoning.append(delta);
+    }
+    call(key, name) {
+      if (!this.calls.has(key)) {
+        const line = el("div", "call");
+        const args = el("span", "args");
+        line.append(el("strong", "", name || "tool"), "(", args, ")");
+        this.toolsBox.append(line);
+        this.toolsBox.hidden = false;
+        this.calls.set(key, args);
+      }
+      return this.calls.get(key);
+    }
+  }
+
+  // One parsed SSE event → the view. OpenAI sends chat.completion.chunk objects; Anthropic named events.
+  function apply(view, protocol, eventName, data) {
+    if (data === "[DONE]") return;
+    let payload;
+    try {
+      payload = JSON.parse(data);
+    } catch (err) {
+      throw new Error(`unparseable stream data: ${data.slice(0, 80)}`);
+    }
+    if (payload.error) throw new Error(payload.error.message || JSON.stringify(payload.error));
+    if (protocol === "openai") {
+      for (const choice of payload.choices || []) {
+        const delta = choice.delta || {};
+        if (delta.reasoning) view.appendReasoning(delta.reasoning);
+        if (delta.content) view.appendText(delta.content);
+        for (const call of delta.tool_calls || []) {
+          const args = view.call(`${choice.index}:${call.index}`, call.function && call.function.name);
+          if (call.function && call.function.arguments) args.append(call.function.arguments);
+        }
+      }
+      return;
+    }
+    const type = payload.type || eventName;
+    if (type === "content_block_start" && payload.content_block.type === "tool_use") {
+      view.call(payload.index, payload.content_block.name);
+    } else if (type === "content_block_delta") {
+      const delta = payload.delta;
+      if (delta.type === "text_delta") view.appendText(delta.text);
+      else if (delta.type === "thinking_delta") view.appendReasoning(delta.thinking);
+      else if (delta.type === "input_json_delta") view.call(payload.index).append(delta.partial_json);
+    }
+  }
+
+  async function readStream(view, protocol, response) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let eventName = "";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) eventName = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) apply(view, protocol, eventName, data.join("\n"));
+      }
+    }
+    if (buffer.trim()) throw new Error("the stream ended in the middle of an event");
+  }
+
+  async function tryIt(box, button) {
+    const protocol = box.dataset.protocol;
+    const body = JSON.parse(box.querySelector("script[type='application/json']").textContent);
+    const runId = uuid4();
+    const headers = {
+      "Content-Type": "application/json",
+      "X-Harness-Scenario": box.dataset.scenario,
+      "X-Harness-Run": runId,
+    };
+    if (protocol === "anthropic") headers["anthropic-version"] = "2023-06-01";
+    const view = new View(box);
+    view.reset(runId);
+    button.disabled = true;
+    try {
+      // Retry as an SDK would, with the same run id, so simulated failures count down and the run shows them.
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        view.clearAnswer();
+        const started = performance.now();
+        const line = view.attempt(`attempt ${attempt}: sending…`);
+        let response;
+        try {
+          response = await fetch(box.dataset.path, { method: "POST", headers, body: JSON.stringify(body) });
+        } catch (err) {
+          line.textContent = `attempt ${attempt}: connection failed (${err.message})`;
+          line.className = "bad";
+          await sleep(500);
+          continue;
+        }
+        if (!response.ok) {
+          const text = await response.text();
+          const wait = retryDelay(response);
+          line.textContent = `attempt ${attempt}: HTTP ${response.status} ${text.slice(0, 160)}`;
+          line.className = "bad";
+          if (!RETRYABLE.has(response.status) || response.headers.get("x-should-retry") === "false") return;
+          view.attempt(`waiting ${wait} ms as told`);
+          await sleep(wait);
+          continue;
+        }
+        line.textContent = `attempt ${attempt}: HTTP ${response.status}, streaming…`;
+        view.text.classList.add("streaming");
+        try {
+          await readStream(view, protocol, response);
+        } catch (err) {
+          line.textContent = `attempt ${attempt}: ${err.message}`;
+          line.className = "bad";
+          await sleep(500);
+          continue;
+        } finally {
+          view.text.classList.remove("streaming");
+        }
+        line.textContent = `attempt ${attempt}: done in ${Math.round(performance.now() - started)} ms`;
+        return;
+      }
+      view.attempt(`gave up after ${MAX_ATTEMPTS} attempts`, true);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  // Textareas grow with their content (up to a limit), so a turn's text reads without inner scrolling.
+  function fit(area) {
+    area.style.height = "auto";
+    area.style.height = `${Math.min(area.scrollHeight + 2, 420)}px`;
+  }
+  function fitAll(root) {
+    root.querySelectorAll("#scenario-form textarea:not([name=raw])").forEach(fit);
+  }
+  document.addEventListener("input", (event) => {
+    if (event.target.matches("#scenario-form textarea:not([name=raw])")) fit(event.target);
+  });
+
+  // A turn edit re-renders the whole form: keep the sections the author had opened (or closed) as they were.
+  let openSections = null;
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target.id !== "editor-panel") return;
+    openSections = new Map();
+    event.detail.target.querySelectorAll("details[data-key]").forEach((d) => openSections.set(d.dataset.key, d.open));
+  });
+  document.addEventListener("htmx:afterSettle", () => {
+    const panel = document.getElementById("editor-panel");
+    if (!panel || !openSections) return;
+    // Only ever reopen: a section the server opens (it holds values) stays open.
+    panel.querySelectorAll("details[data-key]").forEach((d) => {
+      if (openSections.get(d.dataset.key)) d.open = true;
+    });
+    openSections = null;
+    fitAll(panel);
+  });
+  document.addEventListener("DOMContentLoaded", () => fitAll(document));
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-try-it]");
+    if (!button) return;
+    const box = button.closest("[data-try]");
+    if (box) tryIt(box, button);
+  });
+})();
