@@ -1,0 +1,129 @@
+"""Scenario authoring in a real browser: the form validated as you type, saving, and "Try it" streaming live."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from playwright.sync_api import expect
+
+from scenarios_app.models import Scenario
+from tests.conftest import ROOT, log_in, make_scenario, recorded_run
+
+SCREENSHOT = ROOT / "docs" / "screenshot-editor.png"
+
+
+def fill_turn_text(page: Any, index: int, text: str) -> None:
+    page.fill(f"#f-turns-{index}-assistant_text", text)
+
+
+def test_it_creates_a_scenario_through_the_form_fixing_an_error_in_place(admin_page: Any, harness_server: Any) -> None:
+    page = admin_page
+    page.goto(f"{harness_server.url}/scenarios/new/")
+
+    # An invalid id: the model's message appears beside the field as it is typed, then clears once fixed.
+    page.fill("#f-id", "trip planner")
+    id_errors = page.locator("#err-id")
+    expect(id_errors).to_contain_text("String should match pattern")
+    expect(page.locator("#validation")).to_contain_text("1 problem")
+    page.fill("#f-id", "trip-planner")
+    expect(id_errors).to_be_empty()
+    expect(page.locator("#validation")).to_contain_text("Valid")
+
+    page.fill("#f-description", "Plans a trip: thinks, searches flights, then files a report.")
+    page.fill("#f-tags", "travel, tools")
+    page.fill("#f-system_prompt_must_include", "You are a travel agent")
+    fill_turn_text(page, 0, "Let me look for flights to Lisbon.")
+    page.click("#card-0 summary:has-text('Reasoning')")
+    page.click("#card-0 >> text=+ Reasoning segment")
+    page.fill("#f-turns-0-reasoning-0-text", "The user wants Lisbon in May; search before answering.")
+
+    page.click("text=+ Add turn")
+    expect(page.locator(".turn-card")).to_have_count(2)
+    page.select_option("#f-turns-1-kind", "tool-call")
+    page.fill("#f-turns-1-tool_calls-0-tool_name", "search_flights")
+    arguments_errors = page.locator("#err-turns-1-tool_calls-0-arguments")
+    page.fill("#f-turns-1-tool_calls-0-arguments", '{"to": "LIS", "month": }')
+    expect(arguments_errors).to_contain_text("Invalid JSON: Expecting value (line 1, column 24)")
+    page.fill("#f-turns-1-tool_calls-0-arguments", '{"to": "LIS", "month": "May"}')
+    expect(arguments_errors).to_be_empty()
+    page.click("#card-1 summary:has-text('Expectations')")
+    page.fill("#f-turns-1-expected_tools", "search_flights")
+
+    page.click("text=+ Add turn")
+    page.select_option("#f-turns-2-kind", "final-report")
+    page.fill("#f-turns-2-report_content", "# Lisbon in May\n\nTAP 1234, 2 May, 189 EUR.")
+    page.fill("#f-turns-2-report_content_json", '{"flight": "TP1234", "price_eur": 189}')
+    expect(page.locator("#validation")).to_contain_text("Valid · unsaved changes")
+
+    page.click("#preview-form button[type=submit]")
+    expect(page.locator("#preview-sse")).to_contain_text("The user wants Lisbon")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.locator(".turns").scroll_into_view_if_needed()
+    page.evaluate("window.scrollTo(0, document.querySelector('.turns').offsetTop - 90)")
+    page.screenshot(path=str(SCREENSHOT))
+
+    page.click(".savebar button:has-text('Save')")
+    page.wait_for_url(f"{harness_server.url}/scenarios/trip-planner/")
+    expect(page.locator(".messages")).to_contain_text("Saved trip-planner (version 1)")
+    stored = Scenario.objects.get(id="trip-planner").to_schema()
+    assert [t.response.kind for t in stored.turns] == ["text", "tool-call", "final-report"]
+    assert stored.turns[1].response.tool_calls[0].arguments == {"to": "LIS", "month": "May"}
+    assert stored.system_prompt_must_include == ["You are a travel agent"]
+
+    page.goto(f"{harness_server.url}/scenarios/")
+    page.fill("input[name=q]", "trip")
+    expect(page.locator("#scenario-table tbody tr")).to_have_count(1)
+    expect(page.locator("#scenario-table")).to_contain_text("trip-planner")
+    expect(page.locator("#scenario-table")).to_contain_text("never run")
+
+
+def test_it_refuses_to_save_and_shows_the_error_beside_its_field(admin_page: Any, harness_server: Any) -> None:
+    make_scenario("refuse-me")
+    page = admin_page
+    page.goto(f"{harness_server.url}/scenarios/refuse-me/")
+
+    page.select_option("#f-turns-0-kind", "tool-call")
+    page.click(".savebar button:has-text('Save')")
+
+    expect(page.locator("#err-turns-0-tool_calls-0-tool_name")).to_have_text("String should have at least 1 character")
+    assert page.url == f"{harness_server.url}/scenarios/refuse-me/"
+    assert Scenario.objects.get(id="refuse-me").data["turns"][0]["response"]["kind"] == "text"
+
+
+def test_it_streams_try_it_into_the_page_as_it_arrives(browser: Any, paced_server: Any, transactional_db: None) -> None:
+    words = " ".join(f"word{n}" for n in range(24))
+    make_scenario(
+        "try-live",
+        pacing={"chunk_words": 2, "interval_ms": 80},
+        turns=[{"turn": 1, "response": {"kind": "text", "assistant_text": words}}],
+    )
+    page = log_in(browser, paced_server)
+    try:
+        page.goto(f"{paced_server.url}/scenarios/try-live/")
+        expect(page.locator("#preview-sse")).to_contain_text('"content":"word0 word1"')
+
+        page.click("[data-try-it]")
+        text = page.locator(".try-text")
+        seen: list[str] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            current = text.inner_text()
+            if not seen or current != seen[-1]:
+                seen.append(current)
+            if current == words:
+                break
+            time.sleep(0.02)
+
+        assert seen[-1] == words
+        partial = [s for s in seen if s and s != words]
+        assert len(partial) >= 3, f"the answer arrived in one piece: {seen}"
+        assert all(words.startswith(s) for s in partial)
+        expect(page.locator(".try-attempts")).to_contain_text("attempt 1: done")
+        run_link = page.locator(".try-meta a")
+        run_id = run_link.inner_text()
+        assert run_link.get_attribute("href") == f"/runs/{run_id}/"
+        run = recorded_run(run_id, status="passed")
+        assert run.scenario_id == "try-live"
+    finally:
+        page.context.close()
