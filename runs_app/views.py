@@ -179,15 +179,13 @@ def _query(filters: Mapping[str, str], **extra: Any) -> str:
     return urlencode({**filters, **{k: v for k, v in extra.items() if v not in (None, "")}})
 
 
-def _duration(run: Run | None, events: list[RunEvent] | None = None) -> str:
-    """Finished runs: start to finish. Running ones: start to their latest event, marked as so far."""
+def _duration(run: Run | None) -> str:
+    """Start to finish; a run still going says so (its length so far would only be as fresh as the page)."""
     if run is None:
         return "—"
     if run.finished_at:
         return format_ms((run.finished_at - run.started_at).total_seconds() * 1000)
-    if events:
-        return format_ms((events[-1].timestamp - run.started_at).total_seconds() * 1000) + " so far"
-    return "—"
+    return "in progress" if run.status == Run.Status.RUNNING else "—"
 
 
 def run_row(run: Run) -> dict[str, Any]:
@@ -287,6 +285,10 @@ def _offset(event: RunEvent, start: datetime | None) -> str:
     return "+" + format_ms(max(0.0, (event.timestamp - start).total_seconds() * 1000))
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _event_summary(event: RunEvent) -> tuple[str, str, str]:
     """One line about an event, and its icon and tone (validation failures and injected failures stand out)."""
     label, icon, tone = EVENT_LOOK.get(event.kind, (event.kind, "•", "info"))
@@ -296,8 +298,8 @@ def _event_summary(event: RunEvent) -> tuple[str, str, str]:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
         stream = "streaming" if body.get("stream") else "not streaming"
-        line = f"{data.get('method', 'POST')} {data.get('path', '')} · {stream} · {len(messages)} messages"
-        return f"{line} · {len(tools)} tools", icon, tone
+        counts = f"{_plural(len(messages), 'message')} · {_plural(len(tools), 'tool')}"
+        return f"{data.get('method', 'POST')} {data.get('path', '')} · {stream} · {counts}", icon, tone
     if event.kind == "match":
         scenario = data.get("scenario") or "no scenario"
         return f"{data.get('mode', '')} · {scenario} · turn {data.get('turn', event.turn)}", icon, tone
@@ -640,7 +642,7 @@ def header_context(
         "run_id": str(run_id),
         "run": run,
         "label": (run.scenario_id or run.name or run.mode) if run else "",
-        "duration": _duration(run, events),
+        "duration": _duration(run),
         "turns": f"{served} of {scripted}" if scripted else str(served),
         "events": len(events),
     }

@@ -10,7 +10,10 @@
   }
 
   document.addEventListener("htmx:wsOpen", function () { setState("open", "live"); });
-  document.addEventListener("htmx:wsClose", function () { setState("closed", "disconnected, reconnecting…"); });
+  document.addEventListener("htmx:wsClose", function (event) {
+    // A socket closed because its element was swapped out (new filters) is replaced, not lost.
+    if (document.body.contains(event.target)) { setState("closed", "disconnected, reconnecting…"); }
+  });
 
   // New runs are inserted at the top of the list; a run the page already shows (rendered just before the socket
   // connected, or inserted earlier) is replaced where it is instead of appearing twice.
