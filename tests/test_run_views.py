@@ -426,3 +426,32 @@ def test_it_shows_retry_waits_against_the_advice(admin_client):
     html = admin_client.get(f"/runs/{run.id}/").content.decode()
     assert '<span class="verdict verdict-bad">too early</span>' in html
     assert "The client retried 1 of 1 failure before the advised Retry-After." in html
+
+
+def test_it_shows_a_ci_run_without_events(admin_client):
+    run = make_run(
+        source="ci",
+        scenario_id="",
+        name="nightly",
+        commit="0123456789abcdef",
+        branch="main",
+        build_url="https://ci.example/builds/7",
+        finished_at=timezone.now(),
+    )
+    html = admin_client.get(f"/runs/{run.id}/").content.decode()
+    header = html[html.index('id="run-header"') : html.index('id="run-resilience"')]
+    assert "<h1>nightly" in header and "main" in header and 'href="https://ci.example/builds/7"' in header
+    assert "No failures were injected on this run" in html
+    assert 'id="turn-' not in html
+
+
+def test_it_shows_a_request_of_odd_shapes_without_failing(admin_client):
+    run = make_run()
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": 5},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}, "loose string"]},
+    ]
+    make_events(run, make_request(1, messages, tools="not a list"))
+    response = admin_client.get(f"/runs/{run.id}/")
+    assert response.status_code == 200
+    assert b"image_url" in response.content
