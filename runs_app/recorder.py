@@ -15,12 +15,12 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import IntegrityError, close_old_connections, connection, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -45,19 +45,31 @@ class RunState:
     finished_at: datetime | None = None
     next_seq: int = 1
 
-    def as_model(self) -> Run:
-        return Run(
-            id=self.id,
-            scenario_id=self.scenario_id,
-            mode=self.mode,
-            protocol=self.protocol,
-            conversation_key=self.conversation_key,
-            status=self.status,
-            status_reason=self.status_reason,
-            turns_served=sorted(self.turns_served),
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-        )
+    def row(self) -> dict[str, Any]:
+        """The run's columns as the recorder writes them (the rest take their model defaults)."""
+        return {
+            "id": self.id,
+            "scenario_id": self.scenario_id,
+            "mode": self.mode,
+            "protocol": self.protocol,
+            "conversation_key": self.conversation_key,
+            "status": self.status,
+            "status_reason": self.status_reason,
+            "turns_served": sorted(self.turns_served),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+
+class PendingEvent(NamedTuple):
+    """An event queued for the next batch (a RunEvent row to be)."""
+
+    run_id: uuid.UUID
+    seq: int
+    timestamp: datetime
+    kind: str
+    turn: int | None
+    data: dict[str, Any]
 
 
 RUNS_GROUP = "runs"
@@ -73,7 +85,7 @@ class Recorder:
     def __init__(self) -> None:
         self.by_id: OrderedDict[uuid.UUID, RunState] = OrderedDict()
         self.by_key: dict[str, RunState] = {}
-        self.pending_events: list[RunEvent] = []
+        self.pending_events: list[PendingEvent] = []
         self.dirty: dict[uuid.UUID, RunState] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -121,9 +133,7 @@ class Recorder:
 
     def event(self, state: RunState, kind: str, turn: int | None, data: dict[str, Any]) -> None:
         """Queue one timeline event; written and broadcast by the flusher, never on the caller's path."""
-        self.pending_events.append(
-            RunEvent(run_id=state.id, seq=state.next_seq, timestamp=timezone.now(), kind=kind, turn=turn, data=data)
-        )
+        self.pending_events.append(PendingEvent(state.id, state.next_seq, timezone.now(), kind, turn, data))
         state.next_seq += 1
         self.dirty[state.id] = state
         self._schedule()
@@ -147,7 +157,7 @@ class Recorder:
         """Write every pending run change and event in one transaction, then broadcast the events."""
         if not self.dirty and not self.pending_events:
             return
-        runs = [s.as_model() for s in self.dirty.values()]
+        runs = [s.row() for s in self.dirty.values()]
         events, self.pending_events = self.pending_events, []
         self.dirty = {}
         try:
@@ -158,7 +168,7 @@ class Recorder:
         for event in events:
             await broadcast(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
         for run in runs:  # the runs list shows new runs and status changes live
-            await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run.id), "status": run.status})
+            await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run["id"]), "status": run["status"]})
 
     async def aclose(self) -> None:
         """Write what is pending and stop the flusher (tests, and servers that shut down cleanly)."""
@@ -180,13 +190,14 @@ class Recorder:
 
 async def broadcast(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
-    if layer is None:
+    # The in-memory layer sweeps all its channels on every send: skip the groups nobody watches.
+    if layer is None or (isinstance(layer, InMemoryChannelLayer) and group not in layer.groups):
         return
     with contextlib.suppress(Exception):  # a full or unreachable layer must not stop recording or streaming
         await layer.group_send(group, message)
 
 
-def event_payload(event: RunEvent) -> dict[str, Any]:
+def event_payload(event: PendingEvent | RunEvent) -> dict[str, Any]:
     return {
         "run": str(event.run_id),
         "seq": event.seq,
@@ -197,16 +208,45 @@ def event_payload(event: RunEvent) -> dict[str, Any]:
     }
 
 
-def _write(runs: list[Run], events: list[RunEvent]) -> None:
+RUN_UPDATED_ON_CONFLICT = ("scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at")
+
+
+def _insert_sql(model: type[models.Model], columns: list[str], update: tuple[str, ...] = ()) -> str:
+    qn = connection.ops.quote_name
+    sql = f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
+    sql += f"VALUES ({', '.join(['%s'] * len(columns))})"
+    if update:  # the same ON CONFLICT upsert on SQLite and PostgreSQL
+        sql += f" ON CONFLICT ({qn('id')}) DO UPDATE SET " + ", ".join(f"{qn(c)} = excluded.{qn(c)}" for c in update)
+    return sql
+
+
+def _prepared(model: type[models.Model], rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Rows as parameters, each value prepared by its field for this database; model defaults for the rest."""
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
+    params = []
+    for row in rows:
+        values = []
+        for f in fields:
+            value = row[f.attname] if f.attname in row else f.get_default()
+            values.append(f.get_db_prep_save(value, connection))
+        params.append(values)
+    return [f.column for f in fields], params
+
+
+def _write(runs: list[dict[str, Any]], events: list[PendingEvent]) -> None:
+    """One transaction, two executemany statements: no model instances, no per-row signals, on the write thread.
+
+    The batch is what every request of the last few milliseconds produced; building model objects for it cost
+    more than the statements themselves.
+    """
     close_old_connections()
-    with transaction.atomic():
-        Run.objects.bulk_create(
-            runs,
-            update_conflicts=True,
-            unique_fields=["id"],
-            update_fields=["scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at"],
-        )
-        RunEvent.objects.bulk_create(events)
+    with transaction.atomic(), connection.cursor() as cursor:
+        if runs:
+            columns, params = _prepared(Run, runs)
+            cursor.executemany(_insert_sql(Run, columns, RUN_UPDATED_ON_CONFLICT), params)
+        if events:
+            columns, params = _prepared(RunEvent, [e._asdict() for e in events])
+            cursor.executemany(_insert_sql(RunEvent, columns), params)
 
 
 def _load_run(run_id: uuid.UUID) -> RunState | None:
