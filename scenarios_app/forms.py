@@ -671,7 +671,8 @@ _RawDumper.add_representer(str, _represent_str)
 def to_raw(data: Any, fmt: str) -> str:
     """Scenario data as the raw tab's text: pretty JSON (as exported) or YAML, keys in model order."""
     if fmt == "yaml":
-        return yaml.dump(data, Dumper=_RawDumper, sort_keys=False, allow_unicode=True, width=100)
+        # No folding of long lines: a one-line answer stays one line, as the author wrote it.
+        return yaml.dump(data, Dumper=_RawDumper, sort_keys=False, allow_unicode=True, width=1_000_000)
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

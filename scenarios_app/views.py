@@ -156,27 +156,27 @@ def _row_for(post: QueryDict) -> Scenario | None:
     return get_object_or_404(Scenario, id=original)
 
 
-def _check_identity(scenario: ScenarioSchema, row: Scenario | None) -> str:
-    """Why this valid scenario cannot be stored from this editor ("" when it can)."""
+def storage_problem(scenario: ScenarioSchema, row: Scenario | None) -> tuple[str, str] | None:
+    """Why this valid scenario cannot be stored from this editor, as (form slot, message); None when it can."""
     if row is not None and scenario.id != row.id:
-        return f"This is scenario {row.id!r}; to make {scenario.id!r} from it, clone it."
+        return "id", f"This is scenario {row.id!r}; to make {scenario.id!r} from it, clone it."
     if row is None and Scenario.objects.filter(id=scenario.id).exists():
-        return f"A scenario {scenario.id!r} already exists: open it to edit it, or choose another id."
+        return "id", f"A scenario {scenario.id!r} already exists: open it to edit it, or choose another id."
     found = unstorable_path(scenario.canonical())
     if found:
         path, reason = found
-        return f"{'.'.join(str(p) for p in path)}: {reason}"
-    return ""
+        return forms.error_field(path), reason
+    return None
 
 
 def check_state(state: forms.FormState, row: Scenario | None) -> tuple[ScenarioSchema | None, forms.Errors]:
     """The model's verdict on a form state, then the storage checks (id taken or changed, unstorable text)."""
     scenario, errors = forms.validate_state(state)
     if scenario is not None:
-        problem = _check_identity(scenario, row)
+        problem = storage_problem(scenario, row)
         if problem:
-            slot = "id" if problem.startswith(("This is", "A scenario")) else forms.ALL
-            errors[slot] = [problem]
+            slot, message = problem
+            errors[slot if slot in forms.field_names(state) else forms.ALL] = [message]
             scenario = None
     return scenario, errors
 
@@ -208,9 +208,10 @@ def read_post(post: QueryDict) -> Posted:
         posted.errors = {forms.ALL: problems}
         return posted
     posted.scenario = ScenarioSchema.model_validate(posted.data)
-    problem = _check_identity(posted.scenario, row)
+    problem = storage_problem(posted.scenario, row)
     if problem:
-        posted.errors = {forms.ALL: [problem]}
+        slot, message = problem
+        posted.errors = {forms.ALL: [message if slot == forms.ALL else f"{slot}: {message}"]}
         posted.scenario = None
     return posted
 
@@ -293,17 +294,27 @@ def _posted_panel(posted: Posted, notice: str = "", **changes: Any) -> dict[str,
     return panel_context(**{**arguments, **changes})
 
 
+def _stored_schema(row: Scenario) -> ScenarioSchema | None:
+    """The stored scenario as the model reads it; None for data that no longer validates (edited by hand in the
+    database, or saved under an older schema): the editor then opens it as raw text with the model's errors."""
+    try:
+        return row.to_schema()
+    except ValidationError:
+        return None
+
+
 def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]:
     context = {
         **panel,
         "page_title": row.id if row else "New scenario",
         "protocols": PROTOCOLS,
-        "is_reserved": bool(row and row.id in RESERVED_IDS),
     }
     if row is not None:
         context["versions"] = list(row.versions.select_related("saved_by").order_by("-number"))
         context["edit_url"] = edit_url(row.id)
-        context.update(preview_context(row.to_schema(), row, 1, "openai"))
+        stored = _stored_schema(row)
+        if stored is not None:
+            context.update(preview_context(stored, row, 1, "openai"))
     return context
 
 
@@ -312,13 +323,19 @@ def _open_panel(row: Scenario | None) -> dict[str, Any]:
     if row is None:
         state = forms.new_scenario_state()
         return panel_context(row=None, mode="form", state=state)
-    problem = forms.form_problem(row.data)
+    stored = _stored_schema(row)
+    problem = forms.form_problem(row.data) if stored else "the stored data does not validate"
     if problem:
-        notice = f"Opened on the raw tab: {problem}."
+        errors = {forms.ALL: forms.raw_errors(row.data)} if stored is None else {}
         return panel_context(
-            row=row, mode="raw", raw_text=forms.to_raw(row.data, "json"), scenario=row.to_schema(), notice=notice
+            row=row,
+            mode="raw",
+            raw_text=forms.to_raw(row.data, "json"),
+            scenario=stored,
+            errors=errors,
+            notice=f"Opened on the raw tab: {problem}.",
         )
-    return panel_context(row=row, mode="form", state=forms.scenario_to_state(row.data), scenario=row.to_schema())
+    return panel_context(row=row, mode="form", state=forms.scenario_to_state(row.data), scenario=stored)
 
 
 @require_GET

@@ -240,6 +240,42 @@ def test_it_opens_a_scenario_the_form_cannot_show_on_the_raw_tab(client: Client)
     assert json.loads(response.context["raw_text"])["tags"] == ["a,b"]
 
 
+def test_it_opens_stored_data_that_no_longer_validates_as_raw_text_with_the_errors(client: Client) -> None:
+    make_scenario("stale")
+    Scenario.objects.filter(id="stale").update(data={"id": "stale", "turns": [{"turn": 1}]})  # bypassing save()
+
+    response = client.get("/scenarios/stale/")
+
+    assert response.status_code == 200
+    assert response.context["mode"] == "raw"
+    assert response.context["raw_errors"] == ["turns.0.response: Field required"]
+    assert "does not validate" in response.context["notice"]
+
+
+def test_it_refuses_text_the_database_cannot_store_beside_its_field(client: Client) -> None:
+    post = editor_post(new_data(text="nul \x00 here"))
+
+    response = client.post("/scenarios/editor/save/", post, **HTMX)
+
+    assert response.status_code == 422
+    assert "NUL" in error_slot(response.content, "turns-0-assistant_text")
+    assert not Scenario.objects.exists()
+
+
+def test_it_refuses_raw_text_that_renames_a_stored_scenario(client: Client) -> None:
+    make_scenario("keep")
+
+    response = client.post(
+        "/scenarios/editor/save/",
+        {"original_id": "keep", "mode": "raw", "raw_format": "json", "raw": json.dumps(new_data("other"))},
+        **HTMX,
+    )
+
+    assert response.status_code == 422
+    assert "to make 'other' from it, clone it" in response.context["raw_errors"][0]
+    assert not Scenario.objects.filter(id="other").exists()
+
+
 def test_it_validates_as_you_type_with_errors_beside_their_fields(client: Client) -> None:
     post = editor_post(new_data())
     post["id"] = "has space"
