@@ -504,6 +504,6 @@ class RunTimelineConsumer(LiveConsumer):
         cards = self._new_cards(turns)
         if cards:
             await self.send(text_data=cards)
-        html = await render_run_updates(self.run_id, turns)
+        html = await render_run_updates(self.run_id, turns, frozenset(self.streaming))
         if html:
             await self.send(text_data=html)

@@ -736,12 +736,17 @@ def render_turn_card(number: int) -> str:
     return render_to_string("runs_app/run_turn_new.html", {"turn": pending_turn(number)})
 
 
-def render_run_updates(run_id: str, turns: Iterable[int]) -> str:
-    """The header, the resilience summary and the given turns' parts (not their live stream), as oob swaps."""
+def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[int] = ()) -> str:
+    """The header, the resilience summary and the given turns' parts, as oob swaps.
+
+    The stream viewer of a turn is replaced only once its answer is recorded complete and no new attempt is
+    ``streaming``: then the recorded answer fills in whatever chunks a page opened mid-stream never saw.
+    """
     run, events, stored = _run_state(run_id)
     if run is None:
         return ""
     by_turn = _by_turn(events)
+    busy = set(streaming)
     parts = [
         render_to_string(
             "runs_app/run_header.html", {"header": header_context(run_id, run, events, stored), "oob": True}
@@ -750,12 +755,14 @@ def render_run_updates(run_id: str, turns: Iterable[int]) -> str:
     ]
     for number in sorted(turns):
         turn = turn_context(run, number, by_turn.get(number, []), stored)
-        for template in TURN_PARTS:
-            parts.append(render_to_string(template, {"turn": turn, "oob": True}))
+        templates = TURN_PARTS
+        if turn["blocks"] and number not in busy:
+            templates = (*TURN_PARTS, "runs_app/run_turn_stream.html")
+        parts.extend(render_to_string(template, {"turn": turn, "oob": True}) for template in templates)
     return "".join(parts)
 
 
-# The parts of a turn card that events change; the stream viewer (run_turn_stream.html) is the chunks' alone.
+# The parts of a turn card that events change (the stream viewer is the chunks', see render_run_updates).
 TURN_PARTS = (
     "runs_app/run_turn_head.html",
     "runs_app/run_turn_request.html",

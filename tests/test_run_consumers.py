@@ -168,6 +168,22 @@ async def test_it_starts_a_fresh_stream_for_the_next_attempt_at_a_turn():
     await close(communicator)
 
 
+async def test_it_fills_in_the_whole_answer_once_recorded_for_a_page_opened_mid_stream():
+    run = await sync_to_async(make_run)()
+    await sync_to_async(make_event)(run, 1, "request", path="/v1/chat/completions", body={"model": "m"})
+    communicator = await open_socket(f"/ws/runs/{run.id}/?after=1")
+    layer = get_channel_layer()
+    tail = {"type": "run.chunk", "run": str(run.id), "turn": 1, "pieces": [[0, "text", "four five"]]}
+    await layer.group_send(group_name(run.id), tail)
+    await communicator.receive_from(timeout=3)
+    answer = await sync_to_async(make_event)(run, 2, "response", text="one two three four five", status=200)
+    await layer.group_send(group_name(run.id), {"type": "run.event", **event_payload(answer)})
+    html = await communicator.receive_from(timeout=3)
+    stream = html[html.index('<div id="turn-1-live" class="stream" hx-swap-oob="true">') :]
+    assert stream.index("one two three four five") < stream.index("</div></div>")
+    await close(communicator)
+
+
 async def test_it_catches_up_on_events_recorded_between_the_page_and_the_socket():
     run = await sync_to_async(make_run)()
     for seq, kind in enumerate(("request", "match", "validation"), start=1):
