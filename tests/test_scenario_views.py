@@ -139,6 +139,7 @@ def test_it_refuses_posts_without_a_csrf_token(user: User) -> None:
 # -- the list -----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.backends
 def test_it_lists_scenarios_with_turns_last_status_and_pass_rate(client: Client) -> None:
     make_tool_scenario("weather", tags=["tools"])
     make_scenario("plain")
@@ -159,6 +160,7 @@ def test_it_lists_scenarios_with_turns_last_status_and_pass_rate(client: Client)
     assert b"never run" in response.content
 
 
+@pytest.mark.backends
 def test_it_counts_runs_in_one_query_whatever_the_number_of_rows(client: Client, django_assert_num_queries) -> None:
     make_scenario("one")
     make_run("one", "passed")
@@ -191,6 +193,7 @@ def test_it_serves_the_whole_page_for_a_history_restore(client: Client) -> None:
     assert b"<html" in response.content
 
 
+@pytest.mark.backends
 def test_it_filters_by_tag(client: Client) -> None:
     make_scenario("a", tags=["tools", "weather"])
     make_scenario("b", tags=["tools"])
@@ -252,6 +255,7 @@ def test_it_opens_stored_data_that_no_longer_validates_as_raw_text_with_the_erro
     assert "does not validate" in response.context["notice"]
 
 
+@pytest.mark.backends
 def test_it_refuses_text_the_database_cannot_store_beside_its_field(client: Client) -> None:
     post = editor_post(new_data(text="nul \x00 here"))
 
@@ -551,6 +555,7 @@ def test_it_imports_uploaded_files_and_pasted_text(client: Client, user: User) -
     assert (version.note, version.saved_by) == ("imported from pair.json", user)
 
 
+@pytest.mark.backends
 def test_it_imports_nothing_when_any_file_is_bad(client: Client) -> None:
     make_scenario("one", description="before")
     good = SimpleUploadedFile("good.yaml", yaml.safe_dump({**new_data("one"), "description": "after"}).encode())
@@ -669,6 +674,7 @@ def test_it_reaches_a_scenario_whose_id_is_a_page_name(client: Client) -> None:
 # -- versions -----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.backends
 def test_it_creates_versions_only_when_the_data_changes(client: Client) -> None:
     data = make_tool_scenario().canonical()
     assert ScenarioVersion.objects.filter(scenario_id="weather").count() == 1
@@ -682,6 +688,7 @@ def test_it_creates_versions_only_when_the_data_changes(client: Client) -> None:
     assert numbers == [(2, "v2"), (1, "")]
 
 
+@pytest.mark.backends
 def test_it_catches_up_on_a_change_written_without_a_version() -> None:
     make_scenario("direct")
     row = Scenario.objects.get(id="direct")
@@ -718,6 +725,7 @@ def test_it_shows_the_history_on_the_scenario_page(client: Client) -> None:
     assert "/scenarios/h/versions/1/diff/" in response.content.decode()
 
 
+@pytest.mark.backends
 def test_it_restores_a_version_as_a_new_version(client: Client, user: User) -> None:
     make_scenario("r", description="first")
     make_scenario("r", description="second")
