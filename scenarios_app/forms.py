@@ -313,10 +313,12 @@ def _json_text(value: Any) -> str:
 
 
 def blank_tool_call() -> dict[str, str]:
+    """An empty tool call row, arguments ``{}``."""
     return {"tool_name": "", "call_id": "", "arguments": "{}", "assistant_text": ""}
 
 
 def blank_reasoning() -> dict[str, str]:
+    """An empty reasoning segment row."""
     return {"text": "", "signature": ""}
 
 

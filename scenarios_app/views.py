@@ -61,6 +61,7 @@ def is_partial(request: HttpRequest) -> bool:
 
 
 def edit_url(scenario_id: str) -> str:
+    """The editor's address for a scenario (``<id>/edit/`` for ids that name one of the list's own pages)."""
     if scenario_id in RESERVED_IDS:
         return reverse("scenarios:edit_alt", args=[scenario_id])
     return reverse("scenarios:edit", args=[scenario_id])
@@ -108,6 +109,7 @@ def scenario_rows(q: str = "", tag: str = "") -> list[dict[str, Any]]:
 
 
 def all_tags() -> list[str]:
+    """Every tag used by a stored scenario, sorted: the list's filter choices."""
     tags: set[str] = set()
     for value in Scenario.objects.values_list("data__tags", flat=True):
         tags.update(value or [])
