@@ -7,7 +7,7 @@ PORT ?= 8000
 # The PostgreSQL the backend tests run on (pytest-django creates and drops test_<name>).
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/harness
 
-.PHONY: setup browser migrate examples run serve-fast test lint format bench clean
+.PHONY: setup browser migrate examples run serve-fast test lint format screenshots bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ test: lint browser
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -q
 	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m backends -p no:cacheprovider
+
+# Refresh the screenshots in docs/ (the browser tests take them).
+screenshots: setup browser
+	HARNESS_SCREENSHOT_DIR=$(CURDIR)/docs $(BIN)/pytest -q tests/test_browser_runs.py tests/test_browser_scenarios.py
 
 bench: examples
 	$(BIN)/python tests/benchmarks/load.py

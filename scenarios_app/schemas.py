@@ -25,6 +25,7 @@ class _Model(BaseModel):
         extra="forbid",
         frozen=True,
         loc_by_alias=False,
+        allow_inf_nan=False,  # NaN and infinities are not JSON: PostgreSQL would refuse to store them
     )
 
 

@@ -227,3 +227,10 @@ def admin_page(browser: Any, harness_server: LiveServer, transactional_db: None)
     page = log_in(browser, harness_server)
     yield page
     page.context.close()
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a browser test saves its screenshot: docs/ when refreshing them (``make screenshots``), else a temporary
+    folder, so that running the tests leaves the working tree clean."""
+    folder = os.environ.get("HARNESS_SCREENSHOT_DIR")
+    return (Path(folder) if folder else tmp_path) / name

@@ -9,9 +9,8 @@ from typing import Any
 
 import openai
 
-from tests.conftest import ROOT, log_in, make_scenario, wait_for
+from tests.conftest import log_in, make_scenario, screenshot_path, wait_for
 
-SCREENSHOT = ROOT / "docs" / "screenshot-run-live.png"
 ANSWER = " ".join(f"word{i}" for i in range(40))
 
 
@@ -40,7 +39,7 @@ def stream_in_background(
     return thread, result
 
 
-def test_it_shows_the_answer_growing_on_a_live_run_page(browser, paced_server, transactional_db):
+def test_it_shows_the_answer_growing_on_a_live_run_page(browser, paced_server, transactional_db, tmp_path):
     # 40 words in 2-word chunks every 150 ms: about three seconds of typing.
     make_scenario(
         "typing-demo",
@@ -73,7 +72,7 @@ def test_it_shows_the_answer_growing_on_a_live_run_page(browser, paced_server, t
     second = streamed()
     assert thread.is_alive(), "the request finished before the page could be watched"
     assert second > first
-    page.screenshot(path=str(SCREENSHOT))
+    page.screenshot(path=str(screenshot_path("screenshot-run-live.png", tmp_path)))
 
     thread.join(30)
     assert result["text"] == ANSWER

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import expect
 
 from scenarios_app.models import Scenario
-from tests.conftest import ROOT, log_in, make_scenario, recorded_run
-
-SCREENSHOT = ROOT / "docs" / "screenshot-editor.png"
+from tests.conftest import log_in, make_scenario, recorded_run, screenshot_path
 
 
 def fill_turn_text(page: Any, index: int, text: str) -> None:
     page.fill(f"#f-turns-{index}-assistant_text", text)
 
 
-def test_it_creates_a_scenario_through_the_form_fixing_an_error_in_place(admin_page: Any, harness_server: Any) -> None:
+def test_it_creates_a_scenario_through_the_form_fixing_an_error_in_place(
+    admin_page: Any, harness_server: Any, tmp_path: Path
+) -> None:
     page = admin_page
     page.goto(f"{harness_server.url}/scenarios/new/")
 
@@ -54,14 +55,15 @@ def test_it_creates_a_scenario_through_the_form_fixing_an_error_in_place(admin_p
     page.select_option("#f-turns-2-kind", "final-report")
     page.fill("#f-turns-2-report_content", "# Lisbon in May\n\nTAP 1234, 2 May, 189 EUR.")
     page.fill("#f-turns-2-report_content_json", '{"flight": "TP1234", "price_eur": 189}')
-    expect(page.locator("#validation")).to_contain_text("Valid · unsaved changes")
+    # A generous wait: validation is debounced and a loaded CI machine can be slow to answer.
+    expect(page.locator("#validation")).to_contain_text("Valid · unsaved changes", timeout=15_000)
 
     page.click("#preview-form button[type=submit]")
     expect(page.locator("#preview-sse")).to_contain_text("The user wants Lisbon")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.locator(".turns").scroll_into_view_if_needed()
     page.evaluate("window.scrollTo(0, document.querySelector('.turns').offsetTop - 90)")
-    page.screenshot(path=str(SCREENSHOT))
+    page.screenshot(path=str(screenshot_path("screenshot-editor.png", tmp_path)))
 
     page.click(".savebar button:has-text('Save')")
     page.wait_for_url(f"{harness_server.url}/scenarios/trip-planner/")
