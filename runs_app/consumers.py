@@ -291,9 +291,15 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         summary = response_summary(decision, encoded)
         summary.update(self._timings(), status=encoded.status, stream=request.stream)
         recorder.event(run, "response", decision.turn, summary)
-        changes: dict[str, Any] = {"turns_served": run.turns_served | {decision.turn}}
+        served = run.turns_served | {decision.turn}
+        changes: dict[str, Any] = {"turns_served": served}
+        skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
         if decision.problem:
             changes.update(status="failed", status_reason=decision.problem, finished_at=timezone.now())
+        elif skipped:
+            # The client reached the end without an answer to some turn: it went on after a failure.
+            reason = f"Turn {', '.join(map(str, skipped))} never answered as scripted: the client went on without it"
+            changes.update(status="failed", status_reason=reason, finished_at=timezone.now())
         elif run.status in ("running", "errored", "passed") and (decision.completes_run or decision.mode != "scenario"):
             changes.update(status="passed", status_reason="", finished_at=timezone.now())
         elif run.status == "errored":

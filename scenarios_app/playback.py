@@ -224,6 +224,7 @@ class Decision:
     failures_before_success: int = 0
     problem: str = ""  # validation failure or scenario mismatch: the run fails with this reason
     completes_run: bool = False  # the last scripted turn, served as scripted
+    scripted_turns: tuple[int, ...] = ()  # every turn the scenario defines: a run passes only if all were served
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -522,6 +523,7 @@ def _play_scenario(
         failure=_failure(step) if step.failures_before_success else None,
         failures_before_success=step.failures_before_success,
         completes_run=turn == scenario.last_turn,
+        scripted_turns=tuple(t.turn for t in scenario.turns),
         notes=notes,
     )
 

@@ -195,3 +195,27 @@ def test_it_gives_up_when_failures_outnumber_the_sdk_retries(oai):
     )
     assert raw.parse().choices[0].message.content == ANSWER
     assert raw.retries_taken == 2
+
+
+def test_it_fails_a_run_whose_client_went_on_after_a_dropped_stream(oai):
+    make_scenario(
+        "skipped-turn",
+        [
+            {
+                "turn": 1,
+                "failures_before_success": 1,
+                "failure_status": "network_error",
+                "response": {"kind": "text", "assistant_text": "first"},
+            },
+            {"turn": 2, "response": {"kind": "text", "assistant_text": "second"}},
+        ],
+    )
+    messages = [{"role": "user", "content": "skipped-turn"}]
+    with pytest.raises((openai.APIConnectionError, httpx2.RemoteProtocolError)):
+        list(oai.chat.completions.create(model="m", messages=messages, stream=True))
+    # The application carries on as if turn 1 had been answered.
+    messages += [{"role": "assistant", "content": "(nothing)"}, {"role": "user", "content": "go on"}]
+    raw = oai.chat.completions.with_raw_response.create(model="m", messages=messages)
+    assert raw.parse().choices[0].message.content == "second"
+    run = recorded_run(raw.headers["x-harness-run"], status="failed")
+    assert run.status_reason.startswith("Turn 1 never answered as scripted")
