@@ -24,6 +24,7 @@ from runs_app.wire.openai import (
 )
 from scenarios_app.playback import Block, Catalog, Failure, Message, Reply, Usage, decide, sign_thinking
 from scenarios_app.schemas import Scenario
+from tests.sse import parse_sse as parse_chunks
 
 LONG_ARGUMENTS = {"query": "the weather in Paris and in Zürich", "limit": 10, "nested": {"ok": True, "list": [1, 2]}}
 
@@ -56,46 +57,11 @@ def make_reply(*blocks: Block, finish: str | None = None, chunk_words: int = 5, 
     )
 
 
-class SSEParser:
-    """A line-based event-stream parser, fed bytes in pieces of any size."""
-
-    def __init__(self) -> None:
-        self.buffer = b""
-        self.event: str | None = None
-        self.data: list[str] = []
-        self.events: list[tuple[str, str]] = []
-
-    def feed(self, chunk: bytes) -> None:
-        self.buffer += chunk
-        while (end := self.buffer.find(b"\n")) >= 0:
-            line = self.buffer[:end].decode("utf-8").removesuffix("\r")
-            self.buffer = self.buffer[end + 1 :]
-            self.line(line)
-
-    def line(self, line: str) -> None:
-        if line == "":
-            if self.data or self.event is not None:
-                self.events.append((self.event or "message", "\n".join(self.data)))
-            self.event, self.data = None, []
-            return
-        if line.startswith(":"):
-            return
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            self.event = value
-        elif name == "data":
-            self.data.append(value)
-
-
 def parse_sse(body: bytes, cuts: list[int] | None = None) -> list[tuple[str, str]]:
-    parser = SSEParser()
+    """The events of a body delivered in pieces cut at ``cuts`` (the shared line-based parser of tests/sse.py)."""
     edges = [0, *sorted(cuts or []), len(body)]
-    for start, end in zip(edges, edges[1:], strict=False):
-        parser.feed(body[start:end])
-    assert parser.buffer == b""
-    assert parser.data == []
-    return parser.events
+    pieces = [body[start:end] for start, end in zip(edges, edges[1:], strict=False)]
+    return [(event or "message", data) for event, data in parse_chunks(pieces)]
 
 
 def stream_chunks(reply: Reply, include_usage: bool = False, model: str = "gpt-test") -> list[dict[str, Any]]:
