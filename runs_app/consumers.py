@@ -11,16 +11,21 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app.recorder import RunState, get_recorder, take_attempt
+from runs_app import views
+from runs_app.recorder import RUNS_GROUP, RunState, get_recorder, group_name, take_attempt
 from runs_app.wire import anthropic, openai
 from runs_app.wire.common import Encoded, Piece, WireError
 from scenarios_app.catalog import cached_catalog, current_catalog
@@ -364,17 +369,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
 
 # -- the live pages: WebSocket consumers for the runs list and the run page -------------------------------------------
-#
-# Imported here rather than at the top so that this part of the module stays separate from the fake endpoint's.
-
-from collections.abc import Iterable  # noqa: E402
-from urllib.parse import parse_qs  # noqa: E402
-
-from channels.db import database_sync_to_async  # noqa: E402
-from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
-
-from runs_app import views  # noqa: E402
-from runs_app.recorder import RUNS_GROUP, group_name  # noqa: E402
 
 # An application close code: the handshake is refused (HTTP 403) for a socket without a logged-in user.
 CLOSE_UNAUTHENTICATED = 4403
