@@ -17,7 +17,8 @@ import openai
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-VCR_DIR = ROOT.parent / "shared" / "fixtures" / "vcr"
+# Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
+VCR_DIR = ROOT / "tests" / "fixtures" / "vcr"
 
 
 def free_port() -> int:
