@@ -310,6 +310,7 @@ def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]
         **panel,
         "page_title": row.id if row else "New scenario",
         "protocols": PROTOCOLS,
+        "full_page": True,
     }
     if row is not None:
         context["versions"] = list(row.versions.select_related("saved_by").order_by("-number"))

@@ -389,6 +389,15 @@ def test_it_edits_turns_without_losing_what_was_typed(client: Client) -> None:
     assert Scenario.objects.get(id="weather").data == data
 
 
+def test_it_autofocuses_the_new_id_on_the_page_but_not_in_a_re_rendered_panel(client: Client) -> None:
+    page = client.get("/scenarios/new/")
+    panel = client.post("/scenarios/editor/turns/", editor_post(new_data(), op="add_turn"), **HTMX)
+
+    assert re.search(r'<input id="f-id"[^>]*autofocus', page.content.decode())
+    assert 'id="f-id"' in panel.content.decode()
+    assert "autofocus" not in panel.content.decode()
+
+
 def test_it_refuses_an_unknown_turn_operation(client: Client) -> None:
     response = client.post("/scenarios/editor/turns/", editor_post(new_data(), op="explode"), **HTMX)
 
