@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -12,13 +11,9 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from runs_app import tokens
-from runs_app.api import router as runs_router
-from runs_app.schemas import field_errors
+from harnessweb.apikit import BearerToken, field_errors
+from runs_app.ci.api import router as runs_router
 from scenarios_app.api import router as scenarios_router
-
-# Re-exported: routers call it for writes that the method alone does not reveal.
-require_write = tokens.require_write
 
 api = NinjaAPI(
     title="Scenario harness API",
@@ -28,7 +23,7 @@ api = NinjaAPI(
         "Send `Authorization: Bearer <token>`; writes need a write-scoped token. Errors are JSON "
         '`{"detail", "errors": [{"field", "message"}]}`; batches answer 207 with one result per item.'
     ),
-    auth=tokens.BearerToken(),
+    auth=BearerToken(),
     urls_namespace="api",
     docs_url="/docs",
     # No page of this site is open to anonymous users; the schema is loaded from the api object in tests.
@@ -72,11 +67,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
-    limit = getattr(settings, "HARNESS_API_MAX_BYTES", settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    limit = settings.HARNESS_API_MAX_BYTES
     return api.create_response(
         request, {"detail": f"Request body is larger than the limit of {limit} bytes"}, status=413
     )
-
-
-def error(detail: str, **extra: Any) -> dict[str, Any]:
-    return {"detail": detail, **extra}

@@ -7,9 +7,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
-from runs_app.consumers import FakeEndpointConsumer, RunsListConsumer, RunTimelineConsumer
+from runs_app.endpoint.consumer import FakeEndpointConsumer
+from runs_app.live.consumers import RunsListConsumer, RunTimelineConsumer
+from scenarios_app import wire
 
-FAKE_ENDPOINT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/models"})
+FAKE_ENDPOINT_PATHS = frozenset({*wire.BY_PATH, "/v1/models"})
 
 # The live pages: the session cookie says who is watching (the consumers refuse anonymous sockets) and the Origin
 # must be one of ALLOWED_HOSTS, so another site cannot open a socket with a visitor's cookie.

@@ -1,6 +1,32 @@
+from __future__ import annotations
+
+import datetime as dt
 import uuid
+from typing import Any
 
 from django.db import models
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def filtered(
+        self,
+        *,
+        scenario: str = "",
+        status: str = "",
+        protocol: str = "",
+        source: str = "",
+        day: dt.date | None = None,
+        since: dt.datetime | None = None,
+    ) -> RunQuerySet:
+        """Runs matching every filter given (blank ones filter nothing): the runs list, the API and the admin."""
+        runs = self
+        exact: dict[str, Any] = {"scenario_id": scenario, "status": status, "protocol": protocol, "source": source}
+        runs = runs.filter(**{name: value for name, value in exact.items() if value})
+        if day is not None:
+            runs = runs.filter(started_at__date=day)
+        if since is not None:
+            runs = runs.filter(started_at__gte=since)
+        return runs
 
 
 class Run(models.Model):
@@ -28,6 +54,8 @@ class Run(models.Model):
     external_id = models.CharField(max_length=200, null=True, blank=True, unique=True)
     started_at = models.DateTimeField(db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at"]
@@ -112,6 +140,78 @@ class Verdict(models.TextChoices):
     FAIL = "FAIL"
 
 
+# The effective verdict of a judge that failed: neither PASS nor FAIL, never counted as a FAIL.
+JUDGE_ERROR = "ERROR"
+
+
+class ReviewState(models.TextChoices):
+    UNREVIEWED = "unreviewed"  # nobody has looked yet
+    REVIEWED = "reviewed"  # accepted as judged
+    OVERRIDDEN = "overridden"  # a reviewer's verdict is in force
+
+
+class VerdictQuerySet(models.QuerySet["JudgeVerdict"]):
+    """The review rules of :mod:`runs_app.review.rules` in SQL, for filters, the API and the review queue."""
+
+    def with_review_facts(self) -> VerdictQuerySet:
+        """Annotate the two facts the effective verdict needs from the criteria."""
+        criteria = VerdictCriterion.objects.filter(verdict=models.OuterRef("pk"))
+        return self.annotate(
+            has_criterion_override=models.Exists(criteria.exclude(override_verdict="")),
+            has_effective_fail=models.Exists(
+                criteria.filter(
+                    models.Q(override_verdict=Verdict.FAIL) | models.Q(override_verdict="", judge_verdict=Verdict.FAIL)
+                )
+            ),
+        )
+
+    def effective(self, value: str) -> VerdictQuerySet:
+        """Verdicts whose effective overall is ``value`` (PASS, FAIL or ERROR), as ``effective_overall`` says."""
+        no_overall = models.Q(override_overall="")
+        derived = no_overall & models.Q(has_criterion_override=True)
+        as_judged = no_overall & models.Q(has_criterion_override=False)
+        if value == JUDGE_ERROR:
+            return self.with_review_facts().filter(as_judged & _JUDGE_FAILED)
+        derived_value = models.Q(has_effective_fail=(value == Verdict.FAIL))
+        matches = (
+            models.Q(override_overall=value)
+            | (derived & derived_value)
+            | (as_judged & ~_JUDGE_FAILED & models.Q(overall=value))
+        )
+        return self.with_review_facts().filter(matches)
+
+    def judge_failed(self, errored: bool = True) -> VerdictQuerySet:
+        """Verdicts whose judge failed (or, with ``errored=False``, answered)."""
+        return self.filter(_JUDGE_FAILED) if errored else self.exclude(_JUDGE_FAILED)
+
+    def in_state(self, state: str) -> VerdictQuerySet:
+        """Verdicts in a review state (see ``review_state``)."""
+        queryset = self.with_review_facts()
+        if state == ReviewState.OVERRIDDEN:
+            return queryset.filter(_OVERRIDDEN)
+        return queryset.exclude(_OVERRIDDEN).filter(reviewed_at__isnull=(state == ReviewState.UNREVIEWED))
+
+    def review_queue(self) -> VerdictQuerySet:
+        """Unreviewed verdicts whose effective overall is FAIL, in queue order (oldest first)."""
+        return self.in_state(ReviewState.UNREVIEWED).effective(Verdict.FAIL).order_by(*QUEUE_ORDER)
+
+    def after(self, anchor: JudgeVerdict, inclusive: bool = False) -> VerdictQuerySet:
+        """Verdicts after ``anchor`` in queue order (``anchor`` itself too when ``inclusive``)."""
+        same = {"id__gte" if inclusive else "id__gt": anchor.pk}
+        return self.filter(models.Q(created_at__gt=anchor.created_at) | models.Q(created_at=anchor.created_at, **same))
+
+    def before(self, anchor: JudgeVerdict) -> VerdictQuerySet:
+        """Verdicts before ``anchor`` in queue order."""
+        return self.filter(
+            models.Q(created_at__lt=anchor.created_at) | models.Q(created_at=anchor.created_at, id__lt=anchor.pk)
+        )
+
+
+QUEUE_ORDER = ("created_at", "id")
+_JUDGE_FAILED = ~models.Q(judge_error="") | models.Q(overall="")
+_OVERRIDDEN = ~models.Q(override_overall="") | models.Q(has_criterion_override=True)
+
+
 class JudgeVerdict(models.Model):
     """An LLM judge's verdict on a run, plus a reviewer's overrides. The judge's own answer is never changed."""
 
@@ -127,6 +227,8 @@ class JudgeVerdict(models.Model):
     reviewed_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     reviewed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VerdictQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -265,6 +367,11 @@ class Provider(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @staticmethod
+    def key(name: str) -> str:
+        """A provider name as compared: lower case, ``_`` read as ``-`` (Rust test names cannot hold a ``-``)."""
+        return name.strip().lower().replace("_", "-")
 
 
 class TierRule(models.Model):

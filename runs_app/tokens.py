@@ -1,6 +1,6 @@
 """API tokens: issued once in clear, stored as a SHA-256 digest, checked in constant time by the lookup.
 
-Also the bearer-token auth of the REST API, so that every app's router can use it without importing the API.
+The REST API's bearer-token auth, which every router shares, is in :mod:`harnessweb.apikit`.
 """
 
 from __future__ import annotations
@@ -8,17 +8,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from django.http import HttpRequest
 from django.utils import timezone
-from ninja.errors import HttpError
-from ninja.security import HttpBearer
 
 from runs_app.models import ApiToken
 
 TOKEN_PREFIX = "hrn_"
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# In an operation's OpenAPI entry: the scope it needs, where that is not what its method implies.
-SCOPE_MARK = "x-required-scope"
 
 
 def digest(token: str) -> str:
@@ -43,31 +37,3 @@ def authenticate(token: str) -> ApiToken | None:
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         row.last_used_at = now
     return row
-
-
-def require_write(request: HttpRequest) -> None:
-    """Refuse a write made with a read-scoped token (403), before anything is written."""
-    if getattr(request, "auth", None) is None or request.auth.scope != ApiToken.Scope.WRITE:
-        raise HttpError(403, "This token has read scope; writing needs a token with write scope.")
-
-
-class BearerToken(HttpBearer):
-    """Any live token reads; any method that may write (not GET/HEAD/OPTIONS) needs a write-scoped token.
-
-    Deciding by method here, before the body is even parsed, guards a new write route without anyone having to
-    remember it; a POST that writes nothing opts out with :class:`ReadBearerToken`.
-    """
-
-    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        row = authenticate(token)
-        if row is not None and request.method not in SAFE_METHODS:
-            request.auth = row
-            require_write(request)
-        return row
-
-
-class ReadBearerToken(HttpBearer):
-    """Any live token, whatever the method: for POSTs that only compute (validating a scenario)."""
-
-    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        return authenticate(token)

@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from harnessweb.text import pretty_json
 from scenarios_app import schemas
 from scenarios_app.models import Scenario
 
@@ -36,7 +37,7 @@ class ScenarioForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk and not self.is_bound:
-            self.initial["data"] = json.dumps(self.instance.data, indent=2, ensure_ascii=False)
+            self.initial["data"] = pretty_json(self.instance.data)
 
     def clean_data(self) -> dict[str, Any]:
         text = self.cleaned_data["data"]

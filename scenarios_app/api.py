@@ -7,7 +7,7 @@ writes nothing and keeps its revision. Bodies are validated by the same pydantic
 import datetime as dt
 from typing import Any, Literal
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Path, Router, Schema
@@ -15,9 +15,18 @@ from ninja.pagination import paginate
 from ninja.responses import Status
 from pydantic import ValidationError as PydanticValidationError
 
-from runs_app.api import Page, invalid, invalid_from, json_body_doc, read_json
-from runs_app.schemas import ErrorOut, inline_schema, unstorable_path
-from runs_app.tokens import SCOPE_MARK, ReadBearerToken
+from harnessweb.apikit import (
+    SCOPE_MARK,
+    ErrorOut,
+    Page,
+    ReadBearerToken,
+    inline_schema,
+    invalid,
+    invalid_from,
+    json_body_doc,
+    read_json,
+    unstorable_path,
+)
 from scenarios_app import schemas
 from scenarios_app.models import Scenario
 
@@ -104,11 +113,7 @@ def get_scenario(request: HttpRequest, scenario_id: str = ScenarioId) -> Any:
 def put_scenario(request: HttpRequest, scenario_id: str = ScenarioId) -> Any:
     """201 when created; 200 when updated or unchanged (an unchanged scenario is not written: no new revision)."""
     scenario = validated_scenario(request, scenario_id)
-    try:
-        row, outcome = Scenario.upsert(scenario)
-    except IntegrityError:
-        # A concurrent PUT created it between upsert's lookup and its insert; now the lookup finds it.
-        row, outcome = Scenario.upsert(scenario)
+    row, outcome = Scenario.upsert(scenario)
     body = {"id": row.id, "outcome": outcome, "revision": row.revision, "scenario": row.data}
     return Status(201 if outcome == "created" else 200, body)
 

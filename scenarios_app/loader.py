@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harnessweb.text import pretty_json
 from scenarios_app.schemas import Scenario, format_validation_error
 
 SCENARIO_SUFFIXES = (".json", ".yaml", ".yml")
@@ -184,4 +185,4 @@ def read_scenario_files(paths: Iterable[str | Path]) -> list[tuple[Path, Scenari
 def dump_scenario(scenario: Scenario) -> str:
     """The canonical file form: pretty JSON (2-space indent, keys in model order) with a trailing newline."""
     # ensure_ascii=False keeps authored non-ASCII text readable; files are written as UTF-8.
-    return json.dumps(scenario.canonical(), indent=2, ensure_ascii=False) + "\n"
+    return pretty_json(scenario.canonical()) + "\n"

@@ -51,9 +51,14 @@ class Scenario(models.Model):
         with transaction.atomic():
             row = cls.objects.select_for_update().filter(id=scenario.id).first()
             if row is None:
-                row = cls.objects.create(id=scenario.id, description=scenario.description, data=data)
-                ScenarioVersion.record(row, None, user=user, note=note)
-                return row, "created"
+                # Another request may create the same id meanwhile: the unique key lets one insert win, and the
+                # loser goes on as an update of that row.
+                defaults = {"description": scenario.description, "data": data}
+                row, created = cls.objects.get_or_create(id=scenario.id, defaults=defaults)
+                if created:
+                    ScenarioVersion.record(row, None, user=user, note=note)
+                    return row, "created"
+                row = cls.objects.select_for_update().get(id=scenario.id)
             if row.data == data:
                 return row, "unchanged"
             previous = row.data

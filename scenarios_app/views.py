@@ -3,16 +3,17 @@ clone, delete and the version history.
 
 Every view needs a logged-in user. htmx requests get the partial template of the element they swap; the same
 partial is included by the full page, so a page and its swaps never drift apart. Validation is always the pydantic
-model's (through :mod:`scenarios_app.forms`); every write goes through :func:`versions.save_with_version`.
+model's (through :mod:`scenarios_app.editor_form`); every write goes through :meth:`Scenario.upsert`, which records
+a version.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -26,19 +27,17 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
-from runs_app.models import Run
-from runs_app.schemas import unstorable_path
-from runs_app.wire import anthropic as anthropic_wire
-from runs_app.wire import openai as openai_wire
-from scenarios_app import forms, loader
+from harnessweb.apikit import unstorable_path
+from harnessweb.text import pretty_json
+from scenarios_app import editor_form, loader
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario as ScenarioSchema
-from scenarios_app.versions import diff_lines, restore_version, save_with_version
+from scenarios_app.versions import diff_lines, restore_version
+from scenarios_app.wire import BY_NAME
 
 # Ids that name the list's own pages: such a scenario's editor is reached at <id>/edit/ instead.
 RESERVED_IDS = frozenset({"new", "import", "editor"})
-PROTOCOLS = {"openai": "OpenAI Chat Completions", "anthropic": "Anthropic Messages"}
 PREVIEW_MODEL = "scenario-harness"
 MATCH_LABELS = {
     "model": "Model",
@@ -72,6 +71,8 @@ def edit_url(scenario_id: str) -> str:
 
 def scenario_rows(q: str = "", tag: str = "") -> list[dict[str, Any]]:
     """The list's rows, run statistics included, in one query (correlated subqueries, not a query per row)."""
+    # Runs belong to runs_app, which builds on this app: they are read by app label, so no import goes back up.
+    Run = apps.get_model("runs_app", "Run")
     runs = Run.objects.filter(scenario_id=OuterRef("pk")).order_by()
 
     def count(filter_q: Q) -> Coalesce:
@@ -140,12 +141,12 @@ class Posted:
 
     mode: str
     row: Scenario | None
-    state: forms.FormState | None = None
+    state: editor_form.FormState | None = None
     raw_text: str = ""
     raw_format: str = "json"
     data: Any = None
     scenario: ScenarioSchema | None = None
-    errors: forms.Errors = field(default_factory=dict)
+    errors: editor_form.Errors = field(default_factory=dict)
     # Carried through re-renders of the panel: the revision the author started from, and the version's note.
     base_revision: str = ""
     version_note: str = ""
@@ -167,18 +168,18 @@ def storage_problem(scenario: ScenarioSchema, row: Scenario | None) -> tuple[str
     found = unstorable_path(scenario.canonical())
     if found:
         path, reason = found
-        return forms.error_field(path), reason
+        return editor_form.error_field(path), reason
     return None
 
 
-def check_state(state: forms.FormState, row: Scenario | None) -> tuple[ScenarioSchema | None, forms.Errors]:
+def check_state(state: editor_form.FormState, row: Scenario | None) -> tuple[ScenarioSchema | None, editor_form.Errors]:
     """The model's verdict on a form state, then the storage checks (id taken or changed, unstorable text)."""
-    scenario, errors = forms.validate_state(state)
+    scenario, errors = editor_form.validate_state(state)
     if scenario is not None:
         problem = storage_problem(scenario, row)
         if problem:
             slot, message = problem
-            errors[slot if slot in forms.field_names(state) else forms.ALL] = [message]
+            errors[slot if slot in editor_form.field_names(state) else editor_form.ALL] = [message]
             scenario = None
     return scenario, errors
 
@@ -191,29 +192,29 @@ def read_post(post: QueryDict) -> Posted:
         mode=mode, row=row, base_revision=post.get("base_revision", ""), version_note=post.get("version_note", "")
     )
     if mode == "form":
-        state = forms.parse_form(post)
+        state = editor_form.parse_form(post)
         if row is not None:
             state["id"] = row.id  # the id field is read-only for a stored scenario: cloning makes another id
         posted.state = state
-        posted.data, _ = forms.state_to_data(state)
+        posted.data, _ = editor_form.state_to_data(state)
         posted.scenario, posted.errors = check_state(state, row)
         return posted
-    posted.raw_format = post.get("raw_format") if post.get("raw_format") in forms.RAW_FORMATS else "json"
+    posted.raw_format = post.get("raw_format") if post.get("raw_format") in editor_form.RAW_FORMATS else "json"
     posted.raw_text = post.get("raw", "").replace("\r\n", "\n")
     try:
-        posted.data = forms.from_raw(posted.raw_text, posted.raw_format)
+        posted.data = editor_form.from_raw(posted.raw_text, posted.raw_format)
     except loader.ScenarioFileError as exc:
-        posted.errors = {forms.ALL: str(exc).splitlines()}
+        posted.errors = {editor_form.ALL: str(exc).splitlines()}
         return posted
-    problems = forms.raw_errors(posted.data)
+    problems = editor_form.raw_errors(posted.data)
     if problems:
-        posted.errors = {forms.ALL: problems}
+        posted.errors = {editor_form.ALL: problems}
         return posted
     posted.scenario = ScenarioSchema.model_validate(posted.data)
     problem = storage_problem(posted.scenario, row)
     if problem:
         slot, message = problem
-        posted.errors = {forms.ALL: [message if slot == forms.ALL else f"{slot}: {message}"]}
+        posted.errors = {editor_form.ALL: [message if slot == editor_form.ALL else f"{slot}: {message}"]}
         posted.scenario = None
     return posted
 
@@ -221,7 +222,7 @@ def read_post(post: QueryDict) -> Posted:
 # -- rendering the editor -----------------------------------------------------------------------------------------
 
 
-def _status(posted_scenario: ScenarioSchema | None, errors: forms.Errors, row: Scenario | None) -> dict[str, Any]:
+def _status(posted_scenario: ScenarioSchema | None, errors: editor_form.Errors, row: Scenario | None) -> dict[str, Any]:
     """The line beside Save: how many problems, or whether the valid scenario differs from the stored one."""
     count = sum(len(m) for m in errors.values())
     if row is None and posted_scenario is None and not count:
@@ -237,8 +238,8 @@ def panel_context(
     *,
     row: Scenario | None,
     mode: str,
-    state: forms.FormState | None = None,
-    errors: forms.Errors | None = None,
+    state: editor_form.FormState | None = None,
+    errors: editor_form.Errors | None = None,
     scenario: ScenarioSchema | None = None,
     raw_text: str = "",
     raw_format: str = "json",
@@ -258,20 +259,20 @@ def panel_context(
         "version_note": version_note,
         "notice": notice,
         "status": _status(scenario, errors, row),
-        "kinds": forms.KINDS,
-        "report_statuses": forms.REPORT_STATUSES,
-        "failure_statuses": forms.FAILURE_STATUSES,
-        "reasoning_choices": forms.REASONING_CHOICES,
+        "kinds": editor_form.KINDS,
+        "report_statuses": editor_form.REPORT_STATUSES,
+        "failure_statuses": editor_form.FAILURE_STATUSES,
+        "reasoning_choices": editor_form.REASONING_CHOICES,
     }
     context["current_tab"] = "form" if mode == "form" else raw_format
     context["tab_choices"] = [("form", "Form"), ("json", "JSON"), ("yaml", "YAML")]
     if mode == "form":
         assert state is not None
-        form = forms.bind(state, errors)
+        form = editor_form.bind(state, errors)
         context["form"] = form
-        context["match_fields"] = [(MATCH_LABELS[key], form["match"][key]) for key in forms.MATCH_FIELDS]
+        context["match_fields"] = [(MATCH_LABELS[key], form["match"][key]) for key in editor_form.MATCH_FIELDS]
     else:
-        context.update(raw_text=raw_text, raw_format=raw_format, raw_errors=errors.get(forms.ALL, []))
+        context.update(raw_text=raw_text, raw_format=raw_format, raw_errors=errors.get(editor_form.ALL, []))
     return context
 
 
@@ -309,7 +310,7 @@ def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]
     context = {
         **panel,
         "page_title": row.id if row else "New scenario",
-        "protocols": PROTOCOLS,
+        "protocols": {name: wire.LABEL for name, wire in BY_NAME.items()},
         "full_page": True,
     }
     if row is not None:
@@ -324,21 +325,21 @@ def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]
 def _open_panel(row: Scenario | None) -> dict[str, Any]:
     """The panel as a stored scenario opens: the form, unless the form would alter a value (then the raw tab)."""
     if row is None:
-        state = forms.new_scenario_state()
+        state = editor_form.new_scenario_state()
         return panel_context(row=None, mode="form", state=state)
     stored = _stored_schema(row)
-    problem = forms.form_problem(row.data) if stored else "the stored data does not validate"
+    problem = editor_form.form_problem(row.data) if stored else "the stored data does not validate"
     if problem:
-        errors = {forms.ALL: forms.raw_errors(row.data)} if stored is None else {}
+        errors = {editor_form.ALL: editor_form.raw_errors(row.data)} if stored is None else {}
         return panel_context(
             row=row,
             mode="raw",
-            raw_text=forms.to_raw(row.data, "json"),
+            raw_text=editor_form.to_raw(row.data, "json"),
             scenario=stored,
             errors=errors,
             notice=f"Opened on the raw tab: {problem}.",
         )
-    return panel_context(row=row, mode="form", state=forms.scenario_to_state(row.data), scenario=stored)
+    return panel_context(row=row, mode="form", state=editor_form.scenario_to_state(row.data), scenario=stored)
 
 
 @require_GET
@@ -373,37 +374,37 @@ def switch_panel(request: HttpRequest) -> HttpResponse:
     if posted.mode == "form":
         if target == "form":
             return _render_panel(request, _posted_panel(posted))
-        fmt = target if target in forms.RAW_FORMATS else "json"
+        fmt = target if target in editor_form.RAW_FORMATS else "json"
         # The form's data as it is, invalid or not: the raw tab shows the same problems with their paths.
-        raw_errors = forms.raw_errors(posted.data) if not posted.errors else _flat_errors(posted.errors)
+        raw_errors = editor_form.raw_errors(posted.data) if not posted.errors else _flat_errors(posted.errors)
         context = _posted_panel(
             posted,
             mode="raw",
-            raw_text=forms.to_raw(posted.scenario.canonical() if posted.scenario else posted.data, fmt),
+            raw_text=editor_form.to_raw(posted.scenario.canonical() if posted.scenario else posted.data, fmt),
             raw_format=fmt,
-            errors={forms.ALL: raw_errors} if raw_errors else {},
+            errors={editor_form.ALL: raw_errors} if raw_errors else {},
         )
         return _render_panel(request, context)
     if posted.data is None or (target == "form" and posted.scenario is None):
         # Unparseable raw text, or (to the form) an invalid scenario: stay on the raw tab with the errors.
         notice = "Fix the errors below to switch." if posted.data is None or target == "form" else ""
         return _render_panel(request, _posted_panel(posted, notice=notice))
-    if target in forms.RAW_FORMATS:
-        posted.raw_text = forms.to_raw(posted.data, target)
+    if target in editor_form.RAW_FORMATS:
+        posted.raw_text = editor_form.to_raw(posted.data, target)
         posted.raw_format = target
         return _render_panel(request, _posted_panel(posted))
     assert posted.scenario is not None
     canonical = posted.scenario.canonical()
-    problem = forms.form_problem(canonical)
+    problem = editor_form.form_problem(canonical)
     if problem:
         return _render_panel(request, _posted_panel(posted, notice=f"The form cannot show this scenario: {problem}."))
-    state = forms.scenario_to_state(canonical)
+    state = editor_form.scenario_to_state(canonical)
     scenario, errors = check_state(state, posted.row)
     return _render_panel(request, _posted_panel(posted, mode="form", state=state, errors=errors, scenario=scenario))
 
 
-def _flat_errors(errors: forms.Errors) -> list[str]:
-    return [f"{name}: {m}" if name != forms.ALL else m for name, messages in errors.items() for m in messages]
+def _flat_errors(errors: editor_form.Errors) -> list[str]:
+    return [f"{name}: {m}" if name != editor_form.ALL else m for name, messages in errors.items() for m in messages]
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -422,9 +423,9 @@ def edit_turns(request: HttpRequest) -> HttpResponse:
     if posted.mode != "form" or posted.state is None:
         return _render_panel(request, _posted_panel(posted))
     op = request.POST.get("op", "")
-    if op not in forms.OPS:
+    if op not in editor_form.OPS:
         return HttpResponse(f"Unknown operation {op!r}", status=400)
-    state = forms.apply_op(
+    state = editor_form.apply_op(
         posted.state, op, _int_or_none(request.POST.get("turn")), _int_or_none(request.POST.get("item"))
     )
     scenario, errors = check_state(state, posted.row)
@@ -441,7 +442,7 @@ def save(request: HttpRequest) -> HttpResponseBase:
         current = Scenario.objects.filter(id=posted.row.id).values_list("revision", flat=True).first()
         if current is not None and current != base:
             # Someone saved in between: writing now would silently drop their change.
-            posted.errors[forms.ALL] = [
+            posted.errors[editor_form.ALL] = [
                 f"This scenario was saved elsewhere since you opened it (revision {base}, now {current}). "
                 "Copy your changes from the raw tab, reload, and apply them again."
             ]
@@ -452,7 +453,7 @@ def save(request: HttpRequest) -> HttpResponseBase:
             return _render_panel(request, context, status=422)
         return render(request, "scenarios_app/editor.html", _page_context(posted.row, context), status=422)
     note = request.POST.get("version_note", "").strip() or ("created" if posted.row is None else "edited")
-    row, outcome = save_with_version(posted.scenario, request.user, note=note)
+    row, outcome = Scenario.upsert(posted.scenario, user=request.user, note=note)
     if outcome == "unchanged":
         messages.info(request, "No changes to save.")
     else:
@@ -526,7 +527,7 @@ class Preview:
 def build_preview(scenario: ScenarioSchema, turn: int, protocol: str) -> Preview:
     """Run the engine and the protocol's encoder on the request :func:`try_body` builds, pacing off: the bytes are
     those the endpoint would stream (pacing only spaces them out in time)."""
-    wire = anthropic_wire if protocol == "anthropic" else openai_wire
+    wire = BY_NAME[protocol]
     body = try_body(scenario, turn, protocol)
     request = wire.parse_request(body)
     decision = decide(
@@ -537,11 +538,10 @@ def build_preview(scenario: ScenarioSchema, turn: int, protocol: str) -> Preview
         signature_key=settings.HARNESS_SIGNATURE_KEY,
     )
     encoded = wire.encode_reply(decision.reply, request)
-    path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
     preview = Preview(
         protocol=protocol,
         turn=turn,
-        path=path,
+        path=wire.PATH,
         body=body,
         sse=encoded.body.decode("utf-8"),
         problem=decision.problem,
@@ -576,7 +576,7 @@ def preview(request: HttpRequest) -> HttpResponse:
     """The preview of the editor's current scenario (saved or not) for one turn and protocol."""
     posted = read_post(request.POST)
     protocol = request.POST.get("preview_protocol", "openai")
-    if protocol not in PROTOCOLS:
+    if protocol not in BY_NAME:
         protocol = "openai"
     turn = _int_or_none(request.POST.get("preview_turn")) or 1
     turn = max(1, min(turn, 1000))
@@ -590,8 +590,8 @@ def preview_context(scenario: ScenarioSchema, row: Scenario | None, turn: int, p
     shown = build_preview(scenario, turn, protocol)
     return {
         "preview": shown,
-        "protocol_label": PROTOCOLS[protocol],
-        "body_json": json.dumps(shown.body, indent=2, ensure_ascii=False),
+        "protocol_label": BY_NAME[protocol].LABEL,
+        "body_json": pretty_json(shown.body),
         "saved": row is not None,
         "unsaved": row is not None and row.data != scenario.canonical(),
         "scenario_id": scenario.id,
@@ -666,7 +666,7 @@ def import_scenarios(request: HttpRequest) -> HttpResponse:
     results = []
     with transaction.atomic():
         for name, scenario in found:
-            row, outcome = save_with_version(scenario, request.user, note=f"imported from {name}"[:200])
+            row, outcome = Scenario.upsert(scenario, user=request.user, note=f"imported from {name}"[:200])
             results.append({"id": row.id, "url": edit_url(row.id), "outcome": outcome, "source": name})
     context.update(results=results, text="")
     return render(request, "scenarios_app/import.html", context)
@@ -678,7 +678,7 @@ def export(request: HttpRequest, scenario_id: str) -> HttpResponse:
     """Download the scenario: canonical JSON, or YAML with ``?format=yaml``."""
     row = get_object_or_404(Scenario, id=scenario_id)
     if request.GET.get("format") == "yaml":
-        body = forms.to_raw(row.data, "yaml")
+        body = editor_form.to_raw(row.data, "yaml")
         content_type, suffix = "application/yaml; charset=utf-8", "yaml"
     else:
         body = loader.dump_scenario(row.to_schema())
@@ -708,7 +708,7 @@ def clone(request: HttpRequest, scenario_id: str) -> HttpResponse:
             errors = [f"A scenario {scenario.id!r} already exists."]
     if errors:
         return render(request, "scenarios_app/clone.html", {**context, "errors": errors}, status=422)
-    copy, _ = save_with_version(scenario, request.user, note=f"cloned from {row.id}")
+    copy, _ = Scenario.upsert(scenario, user=request.user, note=f"cloned from {row.id}")
     messages.success(request, f"Cloned {row.id} as {copy.id}.")
     return redirect(edit_url(copy.id))
 

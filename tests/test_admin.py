@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
-import types
 from typing import Any
 
 import pytest
@@ -14,7 +12,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from runs_app import review, tokens
+from runs_app import tokens
+from runs_app.coverage import admin as coverage_admin
 from runs_app.models import (
     ApiToken,
     Cassette,
@@ -28,6 +27,7 @@ from runs_app.models import (
     VerdictCriterion,
     Waiver,
 )
+from runs_app.review import rules as review
 from scenarios_app.models import Scenario
 
 pytestmark = pytest.mark.django_db
@@ -463,14 +463,15 @@ def test_revoke_action(client: Client) -> None:
 # -- providers, waivers, cassettes ---------------------------------------------------------------------------------
 
 
-def test_provider_coverage_columns_show_a_dash_without_the_coverage_module(
-    client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "runs_app.coverage", None)  # makes the import fail
-    Provider.objects.create(name="acme")
+def test_provider_coverage_columns_show_what_a_new_provider_still_misses(client: Client) -> None:
+    Provider.objects.create(name="acme", required_tiers=["unit"], cassette_floor=0)
     response = client.get(changelist("runs_app_provider"))
     assert response.status_code == 200
-    assert "—" in text(response) and "unit" in text(response)
+    body = text(response)
+    assert ">missing<" in body and ">not applicable<" in body
+    for obligation in ("unit", "contract", "conformance", "e2e", "cassettes"):
+        assert f'class="column-coverage_{obligation}"' in body
+        assert f'href="/coverage/acme/{obligation}/"' in body
 
 
 def test_provider_coverage_columns_are_computed_once_per_page(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -483,11 +484,10 @@ def test_provider_coverage_columns_are_computed_once_per_page(client: Client, mo
             "e2e": {"state": "waived", "reason": "no key", "expires_on": "2099-01-01"},
             "cassettes": {"state": "missing", "reason": "3 of 6 scenarios"},
         }
-        return {"providers": [{"name": "acme", "cells": cells}, {"name": "zeta", "cells": {}}]}
+        providers = [{"name": "acme", "cells": cells}, {"name": "zeta", "cells": {}}]
+        return {"obligations": ["unit", "e2e", "cassettes"], "providers": providers}
 
-    module = types.ModuleType("runs_app.coverage")
-    module.coverage_report = coverage_report
-    monkeypatch.setitem(sys.modules, "runs_app.coverage", module)
+    monkeypatch.setattr(coverage_admin, "coverage_report", coverage_report)
     Provider.objects.create(name="acme")
     Provider.objects.create(name="zeta")
     body = text(client.get(changelist("runs_app_provider")))
@@ -501,7 +501,7 @@ def test_the_provider_list_links_the_coverage_grid_mounted_in_the_admin(client: 
     url = reverse("admin:runs_app_coverage")
     assert url == "/admin/runs_app/provider/coverage/"
     assert client.get(url).status_code == 200
-    assert 'href="/admin/coverage/"' in text(client.get(changelist("runs_app_provider")))
+    assert f'href="{url}"' in text(client.get(changelist("runs_app_provider")))
     assert Client().get(url).status_code == 302  # staff only
 
 

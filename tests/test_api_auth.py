@@ -20,6 +20,7 @@ from django.test import Client
 from django.utils import timezone
 from ninja.testing import TestClient
 
+from harnessweb import apikit
 from harnessweb.api import api
 from runs_app import tokens
 from runs_app.models import ApiToken, Cassette, Run
@@ -143,7 +144,7 @@ def test_it_answers_403_to_a_read_token_on_every_write_route_and_writes_nothing(
 
     for method, path, operation in write_operations():
         response = call(client, method, path, targets)
-        if operation.get(tokens.SCOPE_MARK) == "read":
+        if operation.get(apikit.SCOPE_MARK) == "read":
             assert response.status_code == 200, (method, path)
         else:
             assert response.status_code == 403, (method, path)

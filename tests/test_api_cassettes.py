@@ -13,8 +13,8 @@ from ninja.testing import TestClient
 
 from harnessweb.api import api
 from runs_app import tokens
+from runs_app.ci.cassettes import parse_cassette_name
 from runs_app.models import Cassette, Provider
-from runs_app.schemas import parse_cassette_name
 from tests.conftest import VCR_DIR
 
 pytestmark = pytest.mark.django_db

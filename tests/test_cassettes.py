@@ -16,8 +16,8 @@ import httpx2
 import openai
 import pytest
 
-from runs_app.wire import anthropic as anthropic_wire
-from runs_app.wire import openai as openai_wire
+from scenarios_app.wire import anthropic as anthropic_wire
+from scenarios_app.wire import openai as openai_wire
 from tests.conftest import VCR_DIR, make_scenario
 from tests.sse import SSEParser, parse_sse
 

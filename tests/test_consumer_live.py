@@ -8,8 +8,8 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import ApplicationCommunicator
 
-from runs_app import recorder as recorder_module
-from runs_app.consumers import FakeEndpointConsumer
+from runs_app.endpoint import recorder as recorder_module
+from runs_app.endpoint.consumer import FakeEndpointConsumer
 from runs_app.models import RunEvent
 from tests.conftest import make_scenario
 

@@ -12,25 +12,13 @@ from typing import Any
 
 import pytest
 from django.apps import apps as django_apps
-from django.contrib import admin
 from django.contrib.auth.models import User
-from django.urls import include, path
 
-from harnessweb import urls as project_urls
-from runs_app.admin_coverage import coverage_admin_urls, coverage_admin_view
-from runs_app.coverage import DEFAULT_TIER_PATTERNS, Classifier, coverage_report, provider_coverage
+from runs_app.coverage.report import DEFAULT_TIER_PATTERNS, Classifier, coverage_report, provider_coverage
 from runs_app.models import Cassette, JUnitReport, Provider, Run, TierRule, Waiver
 from runs_app.models import TestCaseResult as CaseResult  # an alias pytest does not try to collect
 
 seed_migration = importlib.import_module("runs_app.migrations.0003_seed_providers")
-
-# The admin grid mounted as admin.py is told to (under ProviderAdmin's URLs) and the plain view at /admin/coverage/,
-# ahead of the project's own patterns; used by the tests marked with pytest.mark.urls(__name__).
-urlpatterns = [
-    path("admin/coverage/", coverage_admin_view),
-    path("admin/runs_app/provider/", include(coverage_admin_urls(admin.site))),
-    *project_urls.urlpatterns,
-]
 
 TODAY = datetime.date(2026, 6, 1)
 NATIVES = {
@@ -510,11 +498,12 @@ def test_it_escapes_what_uploads_and_the_admin_provide(admin_client, registry):
     assert "&lt;img src=x onerror=alert(2)&gt;" in evidence
 
 
-@pytest.mark.urls(__name__)
 def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client, registry):
     make_cases(make_run("abc123", at(4)), "anthropic", "contract", ["passed", "failed"])
+    # Mounted once, in ProviderAdmin; the shorter /admin/coverage/ leads there.
+    assert admin_client.get("/admin/coverage/")["Location"] == "/admin/runs_app/provider/coverage/"
     for url in ("/admin/coverage/", "/admin/runs_app/provider/coverage/"):
-        response = admin_client.get(url)
+        response = admin_client.get(url, follow=True)
         assert response.status_code == 200
         html = response.content.decode()
         assert "Provider test coverage" in html
@@ -525,9 +514,9 @@ def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client,
     user = User.objects.create_user("viewer", password="pw-for-tests")
     client.force_login(user)
     for url in ("/admin/coverage/", "/admin/runs_app/provider/coverage/"):
-        response = client.get(url)
-        assert response.status_code == 302
-        assert response["Location"].startswith("/admin/login/")
+        response = client.get(url, follow=True)
+        assert response.redirect_chain[-1][1] == 302
+        assert response.redirect_chain[-1][0].startswith("/admin/login/")
 
 
 def test_it_counts_the_older_cassette_names_for_the_seed_scenarios(registry):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runs_app import junit
+from runs_app.ci import junit
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "junit"
 

@@ -8,8 +8,6 @@ from typing import Any
 import orjson
 import pytest
 
-from runs_app.wire import anthropic as anthropic_wire
-from runs_app.wire import openai as openai_wire
 from scenarios_app.playback import (
     FALLBACK_CHUNK_WORDS,
     FALLBACK_INTERVAL_MS,
@@ -39,6 +37,8 @@ from scenarios_app.playback import (
     word_chunks,
 )
 from scenarios_app.schemas import Scenario
+from scenarios_app.wire import anthropic as anthropic_wire
+from scenarios_app.wire import openai as openai_wire
 
 KEY = "test-signature-key"
 

@@ -5,8 +5,8 @@ import uuid
 import pytest
 from channels.layers import get_channel_layer
 
+from runs_app.endpoint.recorder import Recorder, group_name
 from runs_app.models import Run, RunEvent
-from runs_app.recorder import Recorder, group_name
 
 
 @pytest.mark.django_db(transaction=True)

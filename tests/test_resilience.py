@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runs_app.resilience import (
+from runs_app.live.resilience import (
     GAVE_UP,
     HONOURED,
     NO_ADVICE,

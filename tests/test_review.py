@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs_app import review
 from runs_app.models import JudgeVerdict, Run, VerdictAudit, VerdictCriterion
+from runs_app.review import rules as review
 
 pytestmark = pytest.mark.django_db
 
@@ -248,7 +248,7 @@ def test_undo_of_mark_reviewed_returns_the_verdict_to_unreviewed() -> None:
     assert row.target == "review" and row.undoes == accepted
     verdict.refresh_from_db()
     assert verdict.reviewed_at is None and verdict.reviewed_by is None
-    assert list(review.review_queue()) == [verdict]
+    assert list(JudgeVerdict.objects.review_queue()) == [verdict]
 
 
 def test_undo_of_mark_reviewed_is_refused_after_a_later_stamp() -> None:
@@ -294,16 +294,13 @@ def test_filters_agree_with_effective_overall_and_review_state() -> None:
     base = JudgeVerdict.objects.all()
     for value in ("PASS", "FAIL", "ERROR"):
         expected = {v.pk for v in verdicts if review.effective_overall(v) == value}
-        assert set(review.filter_effective(base, value).values_list("pk", flat=True)) == expected, value
+        assert set(base.effective(value).values_list("pk", flat=True)) == expected, value
     for state in review.REVIEW_STATES:
         expected = {v.pk for v in verdicts if review.review_state(v) == state}
-        assert set(review.filter_state(base, state).values_list("pk", flat=True)) == expected, state
+        assert set(base.in_state(state).values_list("pk", flat=True)) == expected, state
     errored = {v.pk for v in verdicts if review.judge_failed(v)}
-    assert set(review.filter_judge_error(base).values_list("pk", flat=True)) == errored
-    assert (
-        set(review.filter_judge_error(base, errored=False).values_list("pk", flat=True))
-        == {v.pk for v in verdicts} - errored
-    )
+    assert set(base.judge_failed().values_list("pk", flat=True)) == errored
+    assert set(base.judge_failed(errored=False).values_list("pk", flat=True)) == {v.pk for v in verdicts} - errored
 
 
 def test_the_queue_holds_unreviewed_effective_fails_oldest_first() -> None:
@@ -316,5 +313,5 @@ def test_the_queue_holds_unreviewed_effective_fails_oldest_first() -> None:
     review.mark_reviewed(reviewed_fail, user)
     derived_pass = make_verdict(["FAIL"])
     review.override(derived_pass, user, "criterion:1", "PASS", "ok")
-    assert list(review.review_queue()) == [old_fail, new_fail]
-    assert passing not in review.review_queue() and errored not in review.review_queue()
+    assert list(JudgeVerdict.objects.review_queue()) == [old_fail, new_fail]
+    assert passing not in JudgeVerdict.objects.review_queue() and errored not in JudgeVerdict.objects.review_queue()

@@ -16,8 +16,8 @@ from django.test import Client
 from django.utils import timezone
 
 from harnessweb.routing import websocket_urlpatterns
+from runs_app.endpoint.recorder import RUNS_GROUP, event_payload, group_name
 from runs_app.models import Run, RunEvent
-from runs_app.recorder import RUNS_GROUP, event_payload, group_name
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")

@@ -10,17 +10,6 @@ from typing import Any
 import orjson
 import pytest
 
-from runs_app.wire.anthropic import (
-    encode_error,
-    encode_failure,
-    encode_message,
-    encode_models,
-    encode_reply,
-    encode_stream,
-    malformed,
-    parse_request,
-)
-from runs_app.wire.common import WireError
 from scenarios_app.playback import (
     Block,
     Catalog,
@@ -34,6 +23,17 @@ from scenarios_app.playback import (
     sign_thinking,
 )
 from scenarios_app.schemas import Scenario
+from scenarios_app.wire.anthropic import (
+    encode_error,
+    encode_failure,
+    encode_message,
+    encode_models,
+    encode_reply,
+    encode_stream,
+    malformed,
+    parse_request,
+)
+from scenarios_app.wire.common import WireError
 from tests.sse import parse_sse as parse_chunks
 
 KEY = "anthropic-test-key"

@@ -10,8 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from runs_app.wire.common import CREATED, WireError
-from runs_app.wire.openai import (
+from scenarios_app.playback import Block, Catalog, Failure, Message, Reply, Usage, decide, sign_thinking
+from scenarios_app.schemas import Scenario
+from scenarios_app.wire.common import CREATED, WireError
+from scenarios_app.wire.openai import (
     DONE,
     encode_completion,
     encode_error,
@@ -22,8 +24,6 @@ from runs_app.wire.openai import (
     malformed,
     parse_request,
 )
-from scenarios_app.playback import Block, Catalog, Failure, Message, Reply, Usage, decide, sign_thinking
-from scenarios_app.schemas import Scenario
 from tests.sse import parse_sse as parse_chunks
 
 LONG_ARGUMENTS = {"query": "the weather in Paris and in Zürich", "limit": 10, "nested": {"ok": True, "list": [1, 2]}}

@@ -37,6 +37,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from harnessweb.text import plural
+from runs_app.ci.cassettes import canonical_scenario, parse_cassette_name
 from runs_app.models import TIERS, Cassette, Provider, TestCaseResult, TierRule, Waiver
 
 CASSETTES = "cassettes"
@@ -63,11 +65,6 @@ _PASSED_OUTCOMES = {TestCaseResult.Outcome.PASSED, TestCaseResult.Outcome.FLAKY}
 _FAILED_OUTCOMES = {TestCaseResult.Outcome.FAILED, TestCaseResult.Outcome.ERROR}
 
 
-def _key(name: str) -> str:
-    """A provider name as compared: lower case, ``_`` read as ``-``."""
-    return name.strip().lower().replace("_", "-")
-
-
 def _properties(raw: Any) -> dict[str, str]:
     """JUnit properties as a dict, whether stored as a mapping or as a list of name/value pairs."""
     if isinstance(raw, dict):
@@ -92,7 +89,7 @@ class Classifier:
     """Attributes JUnit cases to a (provider, tier) as the module docstring describes; memoised per test name."""
 
     def __init__(self, provider_names: Iterable[str], tier_patterns: dict[str, list[str]]):
-        self.providers = {_key(name): name for name in provider_names}
+        self.providers = {Provider.key(name): name for name in provider_names}
         # Longest first, so that at one position the alternation prefers "kimi-for-coding" to a shorter "kimi".
         alternatives = [
             "[-_]".join(re.escape(part) for part in re.split(r"[-_]", key))
@@ -117,7 +114,7 @@ class Classifier:
         if text not in self._by_text:
             provider = None
             if self._provider_re is not None and (match := self._provider_re.search(text)):
-                provider = self.providers[_key(match.group(1))]
+                provider = self.providers[Provider.key(match.group(1))]
             best: tuple[int, int] | None = None
             for tier, pattern in self._tier_res:
                 if match := pattern.search(text):
@@ -135,10 +132,10 @@ class Classifier:
         named_provider = provider or props.get("provider", "")
         named_tier = _tier_name(tier) or _tier_name(props.get("tier"))
         if named_provider and named_tier:
-            return self.providers.get(_key(named_provider)), named_tier
+            return self.providers.get(Provider.key(named_provider)), named_tier
         guessed_provider, guessed_tier = self._from_text(text)
         return (
-            self.providers.get(_key(named_provider)) if named_provider else guessed_provider,
+            self.providers.get(Provider.key(named_provider)) if named_provider else guessed_provider,
             named_tier or guessed_tier,
         )
 
@@ -203,46 +200,24 @@ def _collect_tier_evidence(classifier: Classifier) -> dict[tuple[str, str], _Tie
     return evidence
 
 
-# The older cassette names (``{provider}_{scenario}.json``, as in the shared fixtures) name the same scenarios as the
-# seed's ``verify_{provider}_{scenario}.json`` files differently.
-SCENARIO_ALIASES = {
-    "auth_failure_401": "error_auth_401",
-    "bad_request_400": "error_bad_request_400",
-    "rate_limit_429": "error_rate_limit_429",
-    "unicode_content": "unicode_text",
-}
-
-
-def _scenario_from_name(filename: str, provider_key: str) -> str | None:
-    """The scenario in a ``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json`` name, if it is this
-    provider's."""
-    stem = filename.rsplit("/", 1)[-1].lower().removesuffix(".json").removeprefix("verify_")
-    if _key(stem).startswith(provider_key + "-"):
-        return stem[len(provider_key) + 1 :]
-    return None
-
-
 def _collect_cassettes(provider_names: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    providers = {_key(name): name for name in provider_names}
-    # Longest first: "zhipuai-coding-plan_x" is zhipuai-coding-plan's, not a shorter name's.
-    by_length = sorted(providers, key=len, reverse=True)
+    names = list(provider_names)
+    providers = {Provider.key(name): name for name in names}
     result: dict[str, dict[str, dict[str, Any]]] = {}
     rows = Cassette.objects.order_by("-uploaded_at", "-id").values(
         "id", "name", "provider", "scenario", "uploaded_at", "commit", "run__commit"
     )
     for row in rows:
-        provider = providers.get(_key(row["provider"]))
-        scenario = row["scenario"].strip().lower()
+        provider, scenario = providers.get(Provider.key(row["provider"])), row["scenario"]
         if provider is None:
-            # The uploader splits the file name on its own; a provider name holding "_" (sap_ai_core) may come out
-            # wrong there, so read the name again against the registry.
-            for key in by_length:
-                if (parsed := _scenario_from_name(row["name"], key)) is not None:
-                    provider, scenario = providers[key], parsed
-                    break
-        if provider is None or not scenario:
+            # A provider registered after the upload (or one whose name holds "_", such as sap_ai_core) may have been
+            # split wrongly from the file name then: read the name again against the registry as it is now.
+            parsed = parse_cassette_name(row["name"], names)
+            if parsed is not None and Provider.key(parsed[0]) in providers:
+                provider, scenario = providers[Provider.key(parsed[0])], parsed[1]
+        if provider is None or not scenario.strip():
             continue
-        result.setdefault(provider, {}).setdefault(SCENARIO_ALIASES.get(scenario, scenario), row)
+        result.setdefault(provider, {}).setdefault(canonical_scenario(scenario), row)
     return result
 
 
@@ -251,10 +226,6 @@ def _collect_waivers(providers: list[Provider]) -> dict[tuple[int, str], list[Wa
     for waiver in Waiver.objects.filter(provider__in=providers).select_related("created_by"):
         waivers.setdefault((waiver.provider_id, waiver.obligation.strip().lower()), []).append(waiver)
     return waivers
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _run_label(commit: str) -> str:
@@ -358,7 +329,7 @@ def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> di
     elif count >= floor and not missing:
         cell = _cell(
             PASSING,
-            f"{_plural(count, 'cassette')} cover every required scenario (floor {floor})",
+            f"{plural(count, 'cassette')} cover every required scenario (floor {floor})",
             **values,
         )
     else:
@@ -366,7 +337,7 @@ def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> di
         if missing:
             reason = f"no cassette for {', '.join(missing)} ({tally})"
         else:
-            reason = f"{_plural(count, 'cassette')} of floor {floor}"
+            reason = f"{plural(count, 'cassette')} of floor {floor}"
         cell = _cell(FAILING, reason, **values)
     cell.update(count=count, floor=floor, missing_scenarios=missing)
     return cell

@@ -13,23 +13,22 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from runs_app.models import JudgeVerdict, VerdictAudit, VerdictCriterion
+from runs_app.models import JUDGE_ERROR, JudgeVerdict, ReviewState, Verdict, VerdictAudit, VerdictCriterion
 
-PASS = "PASS"
-FAIL = "FAIL"
-ERROR = "ERROR"  # the judge itself failed: neither PASS nor FAIL
+PASS = Verdict.PASS
+FAIL = Verdict.FAIL
+ERROR = JUDGE_ERROR  # the judge itself failed: neither PASS nor FAIL
 OVERALL = "overall"
 REVIEW = "review"  # the audit target of mark_reviewed: the verdict accepted as it stands
 CRITERION_PREFIX = "criterion:"
 
-UNREVIEWED = "unreviewed"
-REVIEWED = "reviewed"
-OVERRIDDEN = "overridden"
-REVIEW_STATES = (UNREVIEWED, REVIEWED, OVERRIDDEN)
+UNREVIEWED = ReviewState.UNREVIEWED
+REVIEWED = ReviewState.REVIEWED
+OVERRIDDEN = ReviewState.OVERRIDDEN
+REVIEW_STATES = tuple(ReviewState)
 
 
 class ReviewError(Exception):
@@ -84,62 +83,6 @@ def target_label(target: str) -> str:
     if target.startswith(CRITERION_PREFIX):
         return f"criterion {target.removeprefix(CRITERION_PREFIX)}"
     return target
-
-
-# -- querying (the same rules in SQL, for filters and the queue) -------------------------------------------------------
-
-
-def annotate_review(queryset: QuerySet[JudgeVerdict]) -> QuerySet[JudgeVerdict]:
-    """Add the two facts the effective verdict needs from the criteria, as booleans the filters below use."""
-    criteria = VerdictCriterion.objects.filter(verdict=OuterRef("pk"))
-    return queryset.annotate(
-        has_criterion_override=Exists(criteria.exclude(override_verdict="")),
-        has_effective_fail=Exists(
-            criteria.filter(Q(override_verdict=FAIL) | Q(override_verdict="", judge_verdict=FAIL))
-        ),
-    )
-
-
-def _judge_failed_q() -> Q:
-    return ~Q(judge_error="") | Q(overall="")
-
-
-def _effective_q(value: str) -> Q:
-    no_overall = Q(override_overall="")
-    derived = no_overall & Q(has_criterion_override=True)
-    as_judged = no_overall & Q(has_criterion_override=False)
-    if value == ERROR:
-        return as_judged & _judge_failed_q()
-    derived_value = Q(has_effective_fail=(value == FAIL))
-    return Q(override_overall=value) | (derived & derived_value) | (as_judged & ~_judge_failed_q() & Q(overall=value))
-
-
-def filter_effective(queryset: QuerySet[JudgeVerdict], value: str) -> QuerySet[JudgeVerdict]:
-    """Verdicts whose effective overall is ``value`` (PASS, FAIL or ERROR), as effective_overall computes it."""
-    return annotate_review(queryset).filter(_effective_q(value))
-
-
-def filter_judge_error(queryset: QuerySet[JudgeVerdict], errored: bool = True) -> QuerySet[JudgeVerdict]:
-    """Verdicts whose judge failed (or, with ``errored=False``, answered)."""
-    return queryset.filter(_judge_failed_q()) if errored else queryset.exclude(_judge_failed_q())
-
-
-def _overridden_q() -> Q:
-    return ~Q(override_overall="") | Q(has_criterion_override=True)
-
-
-def filter_state(queryset: QuerySet[JudgeVerdict], state: str) -> QuerySet[JudgeVerdict]:
-    """Verdicts in a review state (see review_state)."""
-    queryset = annotate_review(queryset)
-    if state == OVERRIDDEN:
-        return queryset.filter(_overridden_q())
-    return queryset.exclude(_overridden_q()).filter(reviewed_at__isnull=(state == UNREVIEWED))
-
-
-def review_queue() -> QuerySet[JudgeVerdict]:
-    """Unreviewed verdicts whose effective overall is FAIL, oldest first."""
-    queryset = filter_effective(filter_state(JudgeVerdict.objects.all(), UNREVIEWED), FAIL)
-    return queryset.order_by("created_at", "id")
 
 
 # -- changing ----------------------------------------------------------------------------------------------------------

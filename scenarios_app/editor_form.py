@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harnessweb.text import pretty_json
 from scenarios_app import loader
 from scenarios_app.schemas import Scenario, ScenarioTurn, TextResponse
 
@@ -308,10 +309,6 @@ def _str(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
 def blank_tool_call() -> dict[str, str]:
     """An empty tool call row, arguments ``{}``."""
     return {"tool_name": "", "call_id": "", "arguments": "{}", "assistant_text": ""}
@@ -331,7 +328,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         {
             "tool_name": _str(call.get("tool_name")),
             "call_id": _str(call.get("call_id")),
-            "arguments": _json_text(call.get("arguments", {})),
+            "arguments": pretty_json(call.get("arguments", {})),
             "assistant_text": _str(call.get("assistant_text")),
         }
         for call in (response.get("tool_calls") or [])
@@ -350,7 +347,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "report_content": _str(response.get("report_content")),
         "report_format": _str(response.get("report_format", "markdown")),
-        "report_content_json": "" if report_json is None else _json_text(report_json),
+        "report_content_json": "" if report_json is None else pretty_json(report_json),
         "status": _str(response.get("status", "success")),
         "expected_tools": ", ".join(turn.get("expected_tools") or []),
         "allow_missing_tools": bool(turn.get("allow_missing_tools", False)),
@@ -362,7 +359,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "failure_message": _str(turn.get("failure_message")),
         "failure_retryable": bool(turn.get("failure_retryable", True)),
         "failure_retry_after_ms": _str(turn.get("failure_retry_after_ms")),
-        "failure_error": "" if failure_error is None else _json_text(failure_error),
+        "failure_error": "" if failure_error is None else pretty_json(failure_error),
         "usage": {f: _str(usage.get(f, default)) for f, default in zip(USAGE_FIELDS, (64, 32, 96), strict=True)},
         "finish_reason": _str(turn.get("finish_reason")),
     }
@@ -675,7 +672,7 @@ def to_raw(data: Any, fmt: str) -> str:
     if fmt == "yaml":
         # No folding of long lines: a one-line answer stays one line, as the author wrote it.
         return yaml.dump(data, Dumper=_RawDumper, sort_keys=False, allow_unicode=True, width=1_000_000)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return pretty_json(data) + "\n"
 
 
 def from_raw(text: str, fmt: str) -> Any:

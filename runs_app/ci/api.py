@@ -7,27 +7,65 @@ Each item's errors are reported by field path; a single item answers 201 (or 422
 
 import datetime as dt
 import hashlib
-import json
 import uuid
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.db import DataError, IntegrityError, transaction
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from ninja import Field, Query, Router, Schema
 from ninja.errors import ValidationError
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 from ninja.responses import Status
-from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from runs_app import junit
+from harnessweb.apikit import (
+    BatchOut,
+    ErrorOut,
+    Page,
+    RowId,
+    Str300,
+    batch_response,
+    field_errors,
+    form_value,
+    inline_schema,
+    invalid,
+    invalid_from,
+    json_body_doc,
+    parse_json,
+    read_uploads,
+    store_items,
+)
+from runs_app.ci import junit
+from runs_app.ci.cassettes import (
+    CassetteFile,
+    cassette_file_name,
+    has_control_characters,
+    leaked_secrets,
+    parse_cassette_name,
+)
+from runs_app.ci.schemas import (
+    CassetteOut,
+    Instant,
+    JUnitReportOut,
+    RunDetailOut,
+    RunFinishIn,
+    RunIn,
+    RunOut,
+    RunStatus,
+    Str64,
+    Str100,
+    Str200,
+    TraceLogIn,
+    TraceLogOut,
+    VerdictIn,
+    VerdictOut,
+    judge_failure,
+)
+from runs_app.coverage.report import coverage_report
+from runs_app.lifecycle import Reported, next_status
 from runs_app.models import (
     Cassette,
     JudgeVerdict,
@@ -38,186 +76,13 @@ from runs_app.models import (
     TraceLog,
     VerdictCriterion,
 )
-from runs_app.schemas import (
-    BatchOut,
-    CassetteFile,
-    CassetteOut,
-    ErrorOut,
-    Instant,
-    JUnitReportOut,
-    RowId,
-    RunDetailOut,
-    RunFinishIn,
-    RunIn,
-    RunOut,
-    RunStatus,
-    Str64,
-    Str100,
-    Str200,
-    Str300,
-    TraceLogIn,
-    TraceLogOut,
-    VerdictIn,
-    VerdictOut,
-    cassette_file_name,
-    field_errors,
-    has_control_characters,
-    inline_schema,
-    judge_failure,
-    leaked_secrets,
-    parse_cassette_name,
-)
 
 router = Router()
 
 ERRORS: dict[int, Any] = {404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
 
 
-class Page(LimitOffsetPagination):
-    """limit/offset pages, bounded so that no query parameter can overflow the database's integers."""
-
-    class Input(Schema):
-        limit: int = Field(100, ge=1, le=1000)
-        offset: int = Field(0, ge=0, le=2**31 - 1)
-
-
 # -- request bodies --------------------------------------------------------------------------------------------------
-
-
-def max_bytes() -> int:
-    """The largest request body the API accepts (settings.HARNESS_API_MAX_BYTES)."""
-    return getattr(settings, "HARNESS_API_MAX_BYTES", settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-
-
-def _check_size(size: int) -> None:
-    if size > max_bytes():
-        raise RequestDataTooBig(f"{size} bytes is over the limit of {max_bytes()}")
-
-
-def _check_declared_size(request: HttpRequest) -> None:
-    # Refuse before reading (or spooling a multipart upload to disk) when the declared size is already too big.
-    length = request.headers.get("Content-Length", "")
-    if length.isdigit():
-        _check_size(int(length))
-
-
-def invalid(field: tuple[Any, ...], message: str, kind: str = "value_error", **extra: Any) -> ValidationError:
-    """A 422 naming one field; raise it."""
-    return ValidationError([{"loc": field, "msg": message, "type": kind, **extra}])
-
-
-def invalid_from(exc: PydanticValidationError, *prefix: Any) -> ValidationError:
-    """A 422 with each of a pydantic error's fields, its path led by ``prefix`` (e.g. "body"); raise it."""
-    return ValidationError([{"loc": (*prefix, *e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()])
-
-
-def read_body(request: HttpRequest) -> bytes:
-    """The raw request body, refused with 413 when over the limit (also when sent without a Content-Length)."""
-    _check_declared_size(request)
-    body = request.body
-    _check_size(len(body))
-    return body
-
-
-def parse_json(data: bytes, field: tuple[Any, ...] = ("body",)) -> Any:
-    """JSON from bytes, or a 422 naming the line and column where it goes wrong."""
-    if not data.strip():
-        raise invalid(field, "The body is empty; send JSON.", "missing")
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise invalid(field, f"Malformed JSON: {exc}", "json_invalid", line=exc.lineno, column=exc.colno) from exc
-    except UnicodeDecodeError as exc:
-        raise invalid(field, f"The body is not UTF-8: {exc}", "unicode_invalid") from exc
-    except RecursionError as exc:
-        raise invalid(field, "The JSON is nested too deeply.", "json_invalid") from exc
-
-
-def read_json(request: HttpRequest) -> Any:
-    """The request body parsed as JSON (see :func:`parse_json`)."""
-    return parse_json(read_body(request))
-
-
-def is_multipart(request: HttpRequest) -> bool:
-    """Whether the body is multipart/form-data (files), rather than one raw document."""
-    return request.headers.get("Content-Type", "").lower().startswith("multipart/")
-
-
-def read_uploads(request: HttpRequest, default_name: str = "") -> tuple[list[tuple[str, bytes]], tuple[str, ...]]:
-    """The uploaded files as ``(name, bytes)`` and the field their errors are named by.
-
-    A multipart request gives its files (any field name); anything else is one file: the raw body, named
-    ``default_name``.
-    """
-    if not is_multipart(request):
-        return [(default_name, read_body(request))], ("body",)
-    _check_declared_size(request)
-    try:
-        uploads = [upload for key in request.FILES for upload in request.FILES.getlist(key)]
-    except MultiPartParserError as exc:
-        raise invalid(("body",), f"Malformed multipart body: {exc}", "multipart_invalid") from exc
-    if not uploads:
-        raise invalid(("file",), "No file in the multipart body: send it as the form field 'file'.", "missing")
-    files = []
-    for upload in uploads:
-        _check_size(upload.size or 0)
-        files.append((upload.name or default_name, upload.read()))
-    _check_size(sum(len(data) for _, data in files))
-    return files, ("file",)
-
-
-def form_value(request: HttpRequest, name: str) -> str | None:
-    """A multipart form field, for parameters a client may send either in the query or next to its file."""
-    return request.POST.get(name) if is_multipart(request) else None
-
-
-def json_body_doc(schema: dict[str, Any], many: bool = False) -> dict[str, Any]:
-    """openapi_extra documenting a JSON body that the view reads itself."""
-    if many:
-        schema = {"anyOf": [schema, {"type": "array", "items": schema}]}
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
-def store_items(
-    request: HttpRequest, model: type[BaseModel], store: Callable[[Any], Any], out: Callable[[Any], Any]
-) -> Any:
-    """Validate and store one item (201, or 422) or a list of them (207 with one result per item).
-
-    Valid items are stored in one transaction, each in its own savepoint, so that one item the database refuses
-    is reported and the others still stored; invalid items are reported with their field paths.
-    """
-    data = read_json(request)
-    if not isinstance(data, list):
-        try:
-            item = model.model_validate(data)
-        except PydanticValidationError as exc:
-            raise invalid_from(exc, "body") from exc
-        with transaction.atomic():
-            return Status(201, out(store(item)))
-
-    results: list[dict[str, Any]] = []
-    valid: list[tuple[int, Any]] = []
-    for index, raw in enumerate(data):
-        try:
-            valid.append((index, model.model_validate(raw)))
-        except PydanticValidationError as exc:
-            results.append({"index": index, "accepted": False, "errors": field_errors(exc.errors())})
-    with transaction.atomic():
-        for index, item in valid:
-            try:
-                with transaction.atomic():
-                    row = store(item)
-            except (IntegrityError, DataError) as exc:
-                results.append({"index": index, "accepted": False, "errors": [_db_error(exc)]})
-            else:
-                results.append({"index": index, "accepted": True, "id": row.pk})
-    results.sort(key=lambda result: result["index"])
-    accepted = sum(1 for result in results if result["accepted"])
-    return Status(207, {"accepted": accepted, "rejected": len(results) - accepted, "results": results})
-
-
-def _db_error(exc: Exception) -> dict[str, Any]:
-    return {"field": "", "message": f"The database refused this item: {exc}", "type": "database_error"}
 
 
 # -- runs ------------------------------------------------------------------------------------------------------------
@@ -235,16 +100,10 @@ class RunFilters(Schema):
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
     """Runs of the fake endpoints and of CI, filtered by scenario, status, source, and start time (``since``)."""
     # id breaks ties between runs started in the same instant, so that pages neither repeat nor skip a run.
-    runs = Run.objects.order_by("-started_at", "id")
-    if filters.scenario:
-        runs = runs.filter(scenario_id=filters.scenario)
-    if filters.status:
-        runs = runs.filter(status=filters.status)
-    if filters.source:
-        runs = runs.filter(source=filters.source)
-    if filters.since:
-        runs = runs.filter(started_at__gte=filters.since)
-    return runs
+    runs = Run.objects.filtered(
+        scenario=filters.scenario or "", status=filters.status or "", source=filters.source or "", since=filters.since
+    )
+    return runs.order_by("-started_at", "id")
 
 
 @router.get("/runs/{run_id}", response={200: RunDetailOut, **ERRORS}, summary="A run with its events")
@@ -262,9 +121,7 @@ def create_run(request: HttpRequest, run: RunIn) -> Any:
     """Open a run of source "ci". With an ``external_id``, a retried upload answers 200 with the run the first
     upload created instead of creating another; the unique constraint settles concurrent retries."""
     now = timezone.now()
-    finished_at = run.finished_at
-    if finished_at is None and run.status != Run.Status.RUNNING:
-        finished_at = now
+    change = next_status(Run.Status.RUNNING, Reported(run.status, run.status_reason))
     fields = {
         "source": "ci",
         "mode": "ci",
@@ -274,32 +131,24 @@ def create_run(request: HttpRequest, run: RunIn) -> Any:
         "branch": run.branch,
         "build_url": run.build_url,
         "scenario_id": run.scenario_id,
-        "status": run.status,
-        "status_reason": run.status_reason,
+        "status": change.status,
+        "status_reason": change.reason,
         "started_at": run.started_at or now,
-        "finished_at": finished_at,
-        "external_id": run.external_id,
+        "finished_at": run.finished_at or (now if change.finished else None),
     }
     if run.external_id is None:
         return Status(201, Run.objects.create(**fields))
-    # Insert first and fall back on the constraint, rather than look up first: two retries racing each other both
-    # miss a lookup, but only one insert can win.
-    try:
-        with transaction.atomic():
-            return Status(201, Run.objects.create(**fields))
-    except IntegrityError:
-        existing = Run.objects.filter(external_id=run.external_id).first()
-        if existing is None:
-            raise
-        return Status(200, existing)
+    # The unique constraint settles retries racing each other: only one insert can win, the others get its run.
+    row, created = Run.objects.get_or_create(external_id=run.external_id, defaults=fields)
+    return Status(201 if created else 200, row)
 
 
 @router.post("/runs/{run_id}/finish", response={200: RunOut, **ERRORS}, summary="Finish a run")
 def finish_run(request: HttpRequest, run_id: uuid.UUID, finish: RunFinishIn) -> Any:
     """Set a run's final status and finish time (now, unless given)."""
     run = get_object_or_404(Run, id=run_id)
-    run.status = finish.status
-    run.status_reason = finish.status_reason
+    change = next_status(run.status, Reported(finish.status, finish.status_reason))
+    run.status, run.status_reason = change.status, change.reason
     run.finished_at = finish.finished_at or timezone.now()
     run.save(update_fields=["status", "status_reason", "finished_at"])
     return run
@@ -399,29 +248,18 @@ def store_junit(run: Run, filename: str, data: bytes) -> tuple[JUnitReport, bool
     malformed file.
     """
     digest = hashlib.sha256(data).hexdigest()
-    existing = JUnitReport.objects.filter(run=run, digest=digest).first()
-    if existing is not None:
+    if (existing := JUnitReport.objects.filter(run=run, digest=digest).first()) is not None:
         return existing, False
     parsed = junit.parse(data)
-    try:
-        with transaction.atomic():
-            report = JUnitReport.objects.create(
-                run=run,
-                digest=digest,
-                filename=cassette_file_name(filename)[:300],
-                tests=parsed.tests,
-                failures=parsed.failures,
-                errors=parsed.errors,
-                skipped=parsed.skipped,
-            )
+    counts = {"tests": parsed.tests, "failures": parsed.failures, "errors": parsed.errors, "skipped": parsed.skipped}
+    with transaction.atomic():
+        # The same file uploaded concurrently: the unique constraint lets one store it, the other gets that report.
+        report, created = JUnitReport.objects.get_or_create(
+            run=run, digest=digest, defaults={"filename": cassette_file_name(filename)[:300], **counts}
+        )
+        if created:
             TestCaseResult.objects.bulk_create((_case_row(report, case) for case in parsed.cases), batch_size=500)
-    except IntegrityError:
-        # The same file, uploaded concurrently: the other upload stored it.
-        existing = JUnitReport.objects.filter(run=run, digest=digest).first()
-        if existing is None:
-            raise
-        return existing, False
-    return report, True
+    return report, created
 
 
 def _case_row(report: JUnitReport, case: junit.TestCase) -> TestCaseResult:
@@ -477,8 +315,7 @@ def upload_junit(request: HttpRequest, run_id: uuid.UUID, filename: Str300 = "")
             results.append({"index": index, "accepted": False, "errors": errors})
         else:
             results.append({"index": index, "accepted": True, "id": report.pk, "duplicate": not created})
-    accepted = sum(1 for result in results if result["accepted"])
-    return Status(207, {"accepted": accepted, "rejected": len(results) - accepted, "results": results})
+    return batch_response(results)
 
 
 # -- cassettes -------------------------------------------------------------------------------------------------------
@@ -573,28 +410,10 @@ def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
             raise invalid(("query", "run"), f"No run {meta.run}")
 
     digest = hashlib.sha256(data).hexdigest()
-    existing = Cassette.objects.filter(digest=digest).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                row = Cassette.objects.create(
-                    name=name,
-                    provider=provider,
-                    scenario=scenario,
-                    content=data,
-                    digest=digest,
-                    size=len(data),
-                    run=run,
-                    commit=meta.commit,
-                )
-            row.duplicate = False
-            return Status(201, row)
-        except IntegrityError:
-            existing = Cassette.objects.filter(digest=digest).first()
-            if existing is None:
-                raise
-    existing.duplicate = True
-    return Status(200, existing)
+    fields = {"name": name, "provider": provider, "scenario": scenario, "content": data, "size": len(data)}
+    row, created = Cassette.objects.get_or_create(digest=digest, defaults={**fields, "run": run, "commit": meta.commit})
+    row.duplicate = not created
+    return Status(201 if created else 200, row)
 
 
 class CassetteFilters(Schema):
@@ -636,7 +455,4 @@ def download_cassette(request: HttpRequest, cassette_id: RowId) -> HttpResponse:
 def coverage(request: HttpRequest, today: dt.date | None = None) -> Any:
     """Providers × obligations with each cell's state, as the coverage dashboard shows it; ``today`` evaluates
     waivers' expiry on another day."""
-    # Imported on use: an error in the coverage computation must not take the rest of the API down with it.
-    from runs_app.coverage import coverage_report
-
     return coverage_report(today) if today is not None else coverage_report()

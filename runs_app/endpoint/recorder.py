@@ -25,7 +25,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from runs_app.models import AttemptCounter, Run, RunEvent
-from runs_app.wire.common import Piece
+from scenarios_app.wire.common import Piece
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000

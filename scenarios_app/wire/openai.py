@@ -10,7 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from runs_app.wire.common import (
+from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, short_id
+from scenarios_app.wire.common import (
     CREATED,
     Encoded,
     Piece,
@@ -25,9 +26,10 @@ from runs_app.wire.common import (
     text_chunks,
     text_of,
 )
-from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, short_id
 
 PROTOCOL = "openai"
+LABEL = "OpenAI Chat Completions"
+PATH = "/v1/chat/completions"
 SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
 JSON_HEADERS = ((b"content-type", b"application/json"),)
 DONE = b"data: [DONE]\n\n"

@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from runs_app.wire.common import (
+from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
+from scenarios_app.wire.common import (
     Encoded,
     Piece,
     WireError,
@@ -27,9 +28,10 @@ from runs_app.wire.common import (
     text_chunks,
     text_of,
 )
-from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
 
 PROTOCOL = "anthropic"
+LABEL = "Anthropic Messages"
+PATH = "/v1/messages"
 SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
 JSON_HEADERS = ((b"content-type", b"application/json"),)
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}

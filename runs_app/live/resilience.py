@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from harnessweb.text import plural
+
 # Failures whose HTTP response carries Retry-After / retry-after-ms when the scenario gives a time. A dropped
 # connection or a malformed 200 carries no advice, whatever the scenario says.
 ADVISING_STATUSES = frozenset({"rate_limit", "model_error", "timeout"})
@@ -264,10 +266,6 @@ def _backoff(outcomes: list[FailureOutcome]) -> tuple[TurnBackoff, ...]:
     return tuple(result)
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _summary(outcomes: list[FailureOutcome], backoff: tuple[TurnBackoff, ...]) -> tuple[str, ...]:
     if not outcomes:
         return ("No failures were injected on this run, so there is no retry behaviour to judge.",)
@@ -277,10 +275,10 @@ def _summary(outcomes: list[FailureOutcome], backoff: tuple[TurnBackoff, ...]) -
     sentences = [f.sentence for f in went_on]  # the dangerous case first
     if early:
         sentences.append(
-            f"The client retried {len(early)} of {_count(len(outcomes), 'failure')} before the advised Retry-After."
+            f"The client retried {len(early)} of {plural(len(outcomes), 'failure')} before the advised Retry-After."
         )
     if gave_up:
-        sentences.append(f"The client gave up on {_count(len(gave_up), 'retryable failure')}.")
+        sentences.append(f"The client gave up on {plural(len(gave_up), 'retryable failure')}.")
     if not (went_on or early or gave_up) and all(f.outcome == RETRIED for f in outcomes):
         honoured = any(f.verdict == HONOURED for f in outcomes)
         tail = " and honoured every Retry-After it was given" if honoured else ""

@@ -11,37 +11,28 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qs
 
 import orjson
 from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app import views
-from runs_app.recorder import RUNS_GROUP, RunState, get_recorder, group_name, take_attempt
-from runs_app.wire import anthropic, openai
-from runs_app.wire.common import Encoded, Piece, WireError
+from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
+from runs_app.lifecycle import Refused, Replied, next_status
+from runs_app.redaction import redact_headers
+from scenarios_app import wire
 from scenarios_app.catalog import cached_catalog, current_catalog
 from scenarios_app.playback import ChatRequest, Decision, InvalidRequest, ScenarioNotFound, decide
+from scenarios_app.wire import anthropic, openai
+from scenarios_app.wire.common import Encoded, Piece, WireError
 
 log = logging.getLogger(__name__)
-PROTOCOLS = {"/v1/chat/completions": openai, "/v1/messages": anthropic}
-SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "proxy-authorization"}
 RUN_HEADER = "x-harness-run"
 LIVE_INTERVAL_S = 0.05
 SCENARIO_HEADER = "x-harness-scenario"
-
-
-def redact_headers(headers: dict[str, str]) -> dict[str, str]:
-    """Headers as recorded: secrets replaced, so a run's timeline never holds a key."""
-    return {k: ("[REDACTED]" if k in SECRET_HEADERS else v) for k, v in headers.items()}
 
 
 def conversation_key(headers: dict[str, str], request: ChatRequest) -> str:
@@ -96,7 +87,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.scope = scope
         self.base_send = send
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        self.protocol = PROTOCOLS.get(scope["path"].rstrip("/"), openai)
+        self.protocol = wire.BY_PATH.get(scope["path"].rstrip("/"), openai)
         self.started = time.perf_counter()
         self.first_byte: float | None = None
         self.run: RunState | None = None
@@ -282,8 +273,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         recorder = get_recorder()
         assert self.run is not None
         recorder.event(self.run, "rejected", self.turn, {"status": status, "message": message})
-        if self.run.status == "running" and not self.run.turns_served:
-            recorder.update(self.run, status="errored", status_reason=message)
+        change = next_status(self.run.status, Refused(message, turns_served=len(self.run.turns_served)))
+        if change is not None:
+            recorder.update(self.run, status=change.status, status_reason=change.reason)
         await self.reply(self._error(status, message))
 
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
@@ -299,16 +291,12 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         served = run.turns_served | {decision.turn}
         changes: dict[str, Any] = {"turns_served": served}
         skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
-        if decision.problem:
-            changes.update(status="failed", status_reason=decision.problem, finished_at=timezone.now())
-        elif skipped:
-            # The client reached the end without an answer to some turn: it went on after a failure.
-            reason = f"Turn {', '.join(map(str, skipped))} never answered as scripted: the client went on without it"
-            changes.update(status="failed", status_reason=reason, finished_at=timezone.now())
-        elif run.status in ("running", "errored", "passed") and (decision.completes_run or decision.mode != "scenario"):
-            changes.update(status="passed", status_reason="", finished_at=timezone.now())
-        elif run.status == "errored":
-            changes.update(status="running", status_reason="")
+        ends_run = decision.completes_run or decision.mode != "scenario"
+        change = next_status(run.status, Replied(decision.problem, tuple(skipped), ends_run))
+        if change is not None:
+            changes.update(status=change.status, status_reason=change.reason)
+            if change.finished:
+                changes["finished_at"] = timezone.now()
         recorder.update(run, **changes)
 
     async def fail(self, decision: Decision, request: ChatRequest, attempt: int) -> None:
@@ -366,144 +354,3 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()
-
-
-# -- the live pages: WebSocket consumers for the runs list and the run page -------------------------------------------
-
-# An application close code: the handshake is refused (HTTP 403) for a socket without a logged-in user.
-CLOSE_UNAUTHENTICATED = 4403
-# The ends of a response (or of an attempt at one): the next chunk for that turn starts a new stream.
-ATTEMPT_ENDS = frozenset({"response", "rejected", "client_disconnected"})
-
-render_run_rows = database_sync_to_async(views.render_run_rows)
-render_run_updates = database_sync_to_async(views.render_run_updates)
-run_turns_since = database_sync_to_async(views.run_turns_since)
-
-
-class LiveConsumer(AsyncWebsocketConsumer):
-    """A live page's socket: logged-in users only; what changed is rendered in batches, at most one every
-    ``batch_s``, so a burst of runs or events costs a few queries rather than one each."""
-
-    batch_s = 0.05
-
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        self.live_groups: list[str] = []
-        self._batch: asyncio.Task[None] | None = None
-        await self.join()
-        await self.accept()
-        await self.catch_up()
-
-    async def join(self) -> None:
-        raise NotImplementedError
-
-    async def catch_up(self) -> None:
-        """Anything the page missed between its rendering and this socket."""
-
-    async def send_batch(self) -> None:
-        raise NotImplementedError
-
-    def schedule(self) -> None:
-        if self._batch is None or self._batch.done():
-            self._batch = asyncio.get_running_loop().create_task(self._run_batch())
-
-    async def _run_batch(self) -> None:
-        await asyncio.sleep(self.batch_s)
-        try:
-            await self.send_batch()
-        except Exception:  # a failed render must not kill the socket: the next change renders again
-            log.exception("Could not render a live update")
-
-    async def disconnect(self, code: int) -> None:
-        batch = getattr(self, "_batch", None)
-        if batch is not None:
-            batch.cancel()
-        for group in getattr(self, "live_groups", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-
-class RunsListConsumer(LiveConsumer):
-    """``/ws/runs/?<filters>&page=&since=``: new runs on top of the list and status changes in place, as rows."""
-
-    batch_s = 0.1
-
-    async def join(self) -> None:
-        self.query = self.scope.get("query_string", b"").decode("latin-1")
-        self.changed: set[str] = set()
-        self.live_groups = [RUNS_GROUP]
-        await self.channel_layer.group_add(RUNS_GROUP, self.channel_name)
-
-    async def run_changed(self, message: dict[str, Any]) -> None:
-        self.changed.add(message["run"])
-        self.schedule()
-
-    async def send_batch(self) -> None:
-        run_ids, self.changed = self.changed, set()
-        html = await render_run_rows(run_ids, self.query)
-        if html:
-            await self.send(text_data=html)
-
-
-def _turn_number(value: Any) -> int:
-    return value if isinstance(value, int) else views.NO_TURN
-
-
-class RunTimelineConsumer(LiveConsumer):
-    """``/ws/runs/<uuid>/?after=<seq>``: a run page's timeline. Events re-render the parts of their turn (and the
-    header and resilience summary) from the database; chunks are appended to the stream viewer as they come."""
-
-    batch_s = 0.03
-
-    async def join(self) -> None:
-        self.run_id = str(self.scope["url_route"]["kwargs"]["run_id"])
-        after = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("after", ["0"])[0]
-        self.after = int(after) if after.isdigit() else 0
-        self.cards: set[int] = set()  # turns the page has a card for
-        self.streaming: set[int] = set()  # turns receiving chunks since their last attempt ended
-        self.blocks: set[tuple[int, int]] = set()  # (turn, block) containers in the stream viewers
-        self.dirty: set[int] = set()
-        self.live_groups = [group_name(self.run_id)]
-        await self.channel_layer.group_add(self.live_groups[0], self.channel_name)
-
-    async def catch_up(self) -> None:
-        shown, changed = await run_turns_since(self.run_id, self.after)
-        self.cards |= shown
-        if changed:
-            self.dirty |= changed
-            self.schedule()
-
-    async def run_event(self, message: dict[str, Any]) -> None:
-        turn = _turn_number(message.get("turn"))
-        if message.get("kind") in ATTEMPT_ENDS:
-            self.streaming.discard(turn)
-        self.dirty.add(turn)
-        self.schedule()
-
-    async def run_chunk(self, message: dict[str, Any]) -> None:
-        # Rendered at once, without the database: this is what makes the text visibly grow.
-        turn = _turn_number(message.get("turn"))
-        html = self._new_cards([turn])
-        if turn not in self.streaming:  # a new attempt: its stream replaces the previous one's
-            self.streaming.add(turn)
-            self.blocks = {key for key in self.blocks if key[0] != turn}
-            html += views.render_stream_reset(turn)
-        html += views.render_pieces(turn, message.get("pieces") or [], self.blocks)
-        await self.send(text_data=html)
-
-    def _new_cards(self, turns: Iterable[int]) -> str:
-        new = sorted(set(turns) - self.cards)
-        self.cards.update(new)
-        return "".join(views.render_turn_card(number) for number in new)
-
-    async def send_batch(self) -> None:
-        turns, self.dirty = self.dirty, set()
-        # The cards first, in their own frame: chunks handled while the database is read must find them.
-        cards = self._new_cards(turns)
-        if cards:
-            await self.send(text_data=cards)
-        html = await render_run_updates(self.run_id, turns, frozenset(self.streaming))
-        if html:
-            await self.send(text_data=html)

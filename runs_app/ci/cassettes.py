@@ -1,0 +1,129 @@
+"""VCR cassettes: the file format (``{version, test_name, recorded_at, interactions}`` as in the shared fixtures),
+the secrets a stored one must not hold, and what a cassette's file name says about its provider and scenario."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Iterator
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from runs_app.models import Provider
+from runs_app.redaction import REDACTED, SECRET_HEADERS
+
+# The older cassette names (``{provider}_{scenario}.json``, as in the shared fixtures) name the same scenarios as the
+# seed's ``verify_{provider}_{scenario}.json`` files differently.
+SCENARIO_ALIASES = {
+    "auth_failure_401": "error_auth_401",
+    "bad_request_400": "error_bad_request_400",
+    "rate_limit_429": "error_rate_limit_429",
+    "unicode_content": "unicode_text",
+}
+
+
+class _CassettePart(BaseModel):
+    # Recorders add fields of their own; the bytes are kept as sent, so unknown fields are let through.
+    model_config = ConfigDict(extra="allow")
+
+
+class CassetteRequest(_CassettePart):
+    method: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    headers: list[tuple[str, str]] = Field(default_factory=list)
+    body: Any = None
+
+
+class CassetteResponse(_CassettePart):
+    status: int = Field(ge=100, le=599)
+    headers: list[tuple[str, str]] = Field(default_factory=list)
+    body_chunks: list[str] | None = None
+    body_chunks_base64: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _has_body(self) -> CassetteResponse:
+        if self.body_chunks is None and self.body_chunks_base64 is None:
+            raise ValueError("a response needs body_chunks or body_chunks_base64")
+        for chunk in self.body_chunks_base64 or ():
+            try:
+                base64.b64decode(chunk, validate=True)
+            except binascii.Error as exc:
+                raise ValueError(f"body_chunks_base64 holds a chunk that is not base64: {exc}") from exc
+        return self
+
+
+class CassetteInteraction(_CassettePart):
+    request: CassetteRequest
+    response: CassetteResponse
+
+
+class CassetteFile(_CassettePart):
+    """A VCR cassette in the format of shared/fixtures/vcr (``{version, test_name, recorded_at, interactions}``)."""
+
+    version: str
+    test_name: str | None = None
+    recorded_at: str | None = None
+    interactions: list[CassetteInteraction] = Field(min_length=1)
+
+
+def _redacted(name: str, value: str) -> bool:
+    value = value.strip()
+    if value in ("", REDACTED):
+        return True
+    # "Bearer [REDACTED]": the scheme is no secret.
+    scheme, _, rest = value.partition(" ")
+    return name.lower() == "authorization" and scheme.isalpha() and rest.strip() == REDACTED
+
+
+def leaked_secrets(cassette: CassetteFile) -> Iterator[dict[str, Any]]:
+    """Each request or response header among SECRET_HEADERS whose value is not redacted, as a field error."""
+    for index, interaction in enumerate(cassette.interactions):
+        for side in ("request", "response"):
+            for position, (name, value) in enumerate(getattr(interaction, side).headers):
+                if name.lower() in SECRET_HEADERS and not _redacted(name, value):
+                    yield {
+                        "loc": ("interactions", index, side, "headers", position),
+                        "msg": f"header {name} has a value that is not redacted; replace it with {REDACTED}",
+                        "type": "unredacted_secret",
+                    }
+
+
+def cassette_file_name(name: str) -> str:
+    """The bare file name, whatever path a client sent with it."""
+    return PurePosixPath(PureWindowsPath(name).name).name.strip()
+
+
+def has_control_characters(value: str) -> bool:
+    """True when ``value`` holds characters that cannot go into a header such as Content-Disposition."""
+    return any(ord(char) < 32 or ord(char) == 127 for char in value)
+
+
+def parse_cassette_name(name: str, providers: Iterable[str] = ()) -> tuple[str, str] | None:
+    """``(provider, scenario)`` from ``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json``.
+
+    A provider among ``providers`` is recognised whatever its case and with ``-`` and ``_`` read alike (a name holding
+    an underscore, ``sap_ai_core``, or a dash, ``kimi-for-coding``), the longest match first, and returned as
+    registered; otherwise the provider is the text before the first underscore.
+    """
+    stem = cassette_file_name(name)
+    if stem.lower().endswith(".json"):
+        stem = stem[: -len(".json")]
+    if stem.lower().startswith("verify_"):
+        stem = stem[len("verify_") :]
+    key = Provider.key(stem)
+    for provider in sorted(providers, key=len, reverse=True):
+        prefix = Provider.key(provider)
+        if prefix and key.startswith(prefix + "-") and len(stem) > len(prefix) + 1:
+            return provider, stem[len(prefix) + 1 :]
+    provider, _, scenario = stem.partition("_")
+    if not provider or not scenario:
+        return None
+    return provider, scenario
+
+
+def canonical_scenario(scenario: str) -> str:
+    """A cassette's scenario as coverage counts it: lower case, older names read as the seed's."""
+    scenario = scenario.strip().lower()
+    return SCENARIO_ALIASES.get(scenario, scenario)

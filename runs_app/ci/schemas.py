@@ -1,0 +1,268 @@
+"""Schemas of the REST API for runs and CI uploads, plus the cassette file format; shared by the API and the admin.
+
+Every string that reaches the database passes :func:`storable`: PostgreSQL refuses NUL characters and neither
+database can encode a lone surrogate, and a 500 there would be a worse answer than a 422 naming the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import uuid
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+)
+
+from harnessweb.apikit import ExternalId, Instant, SmallCount, Str64, Str100, Str128, Str200, Str500, Str1000, Text
+
+# -- field types -----------------------------------------------------------------------------------------------------
+
+
+def _upper(value: Any) -> Any:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+VerdictValue = Annotated[Literal["PASS", "FAIL"], BeforeValidator(_upper)]
+
+
+def _http_url(value: str) -> str:
+    if value and not re.match(r"^https?://[^\s]+$", value):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+# -- errors ----------------------------------------------------------------------------------------------------------
+
+
+# -- runs ------------------------------------------------------------------------------------------------------------
+
+RunStatus = Literal["running", "passed", "failed", "errored"]
+FinishedStatus = Literal["passed", "failed", "errored"]
+
+
+class RunIn(Schema):
+    """A CI run as the build knows it; ``external_id`` makes a retried upload return the same run."""
+
+    name: Str200 = ""
+    commit: Str64 = ""
+    branch: Str200 = ""
+    build_url: Annotated[Str500, AfterValidator(_http_url)] = ""
+    external_id: ExternalId | None = None
+    scenario_id: Str100 = ""
+    status: RunStatus = "running"
+    status_reason: Text = ""
+    started_at: Instant | None = None
+    finished_at: Instant | None = None
+
+
+class RunFinishIn(Schema):
+    status: FinishedStatus
+    status_reason: Text = ""
+    finished_at: Instant | None = None
+
+
+class RunOut(Schema):
+    id: uuid.UUID
+    source: str
+    status: str
+    status_reason: str
+    name: str
+    commit: str
+    branch: str
+    build_url: str
+    external_id: str | None
+    scenario_id: str
+    mode: str
+    protocol: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+
+
+class RunEventOut(Schema):
+    seq: int
+    timestamp: dt.datetime
+    kind: str
+    turn: int | None
+    data: dict[str, Any]
+
+
+class RunDetailOut(RunOut):
+    events: list[RunEventOut]
+
+
+# -- trace logs and verdicts -----------------------------------------------------------------------------------------
+# Plain pydantic models, not ninja Schemas: the views validate these from parsed JSON themselves, and a Schema would
+# also accept any object (reading attributes), turning a stray string in a batch into an all-defaults item.
+
+
+class TraceLogIn(BaseModel):
+    """The e2e harness's TurnLog; its camelCase names (turnNumber, filePath) are accepted too."""
+
+    # Errors name the canonical field, whichever spelling was sent.
+    model_config = ConfigDict(loc_by_alias=False)
+
+    turn_number: SmallCount = Field(validation_alias=AliasChoices("turn_number", "turnNumber"))
+    file_path: Str1000 = Field(validation_alias=AliasChoices("file_path", "filePath"))
+    content: Text
+
+
+class TraceLogOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    turn_number: int
+    file_path: str
+    size: int = Field(description="Bytes of content, in UTF-8")
+    created_at: dt.datetime
+
+    @staticmethod
+    def resolve_size(obj: Any) -> int:
+        return len(obj.content.encode("utf-8"))
+
+
+class CriterionIn(BaseModel):
+    criterion: Text = Field(min_length=1)
+    verdict: VerdictValue
+    reason: Text = ""
+
+
+def _camel(name: str) -> AliasChoices:
+    head, *rest = name.split("_")
+    return AliasChoices(name, head + "".join(part.title() for part in rest))
+
+
+class VerdictIn(BaseModel):
+    """The judge's JudgeVerdict plus what is known about the judge call.
+
+    A verdict whose judge failed is stored as a judge error (never a FAIL): when ``judge_error`` is given, or
+    when no verdict can be read (no overall verdict, no criteria, or a ``raw_output`` that does not parse).
+    """
+
+    model_config = ConfigDict(loc_by_alias=False)
+
+    criteria: list[CriterionIn] = Field(default_factory=list, max_length=1000)
+    overall: VerdictValue | None = None
+    summary: Text = ""
+    judge_model: Str200 = Field("", validation_alias=_camel("judge_model"))
+    prompt_hash: Str128 = Field("", validation_alias=_camel("prompt_hash"))
+    raw_output: Text = Field("", validation_alias=_camel("raw_output"))
+    judge_error: Text = Field("", validation_alias=_camel("judge_error"))
+
+
+class CriterionOut(Schema):
+    position: int
+    criterion: str
+    verdict: str
+    reason: str
+
+    @staticmethod
+    def resolve_verdict(obj: Any) -> str:
+        return obj.judge_verdict
+
+
+class VerdictOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    overall: str
+    summary: str
+    judge_model: str
+    prompt_hash: str
+    judge_error: str
+    criteria: list[CriterionOut]
+    created_at: dt.datetime
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_judge_output(raw: str) -> dict[str, Any] | None:
+    """The verdict in a judge's raw answer (bare JSON or a fenced block), as the seed's safeParseJudgeVerdict reads
+    it; None when there is none."""
+    candidates = [m.group(1) for m in _FENCE.finditer(raw)] + [raw]
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate.strip())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and _upper(data.get("overall")) in ("PASS", "FAIL"):
+            return data
+    return None
+
+
+def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
+    """The verdict to store and its judge error ("" when the judge answered).
+
+    Fills criteria/overall/summary from ``raw_output`` when only the raw answer was sent. A judge that failed to
+    answer is never turned into a FAIL: the seed's judge answers a bare FAIL without criteria when it could not
+    parse its own output, so a verdict without criteria is a judge error too.
+    """
+    if verdict.judge_error.strip():
+        return verdict, verdict.judge_error.strip()
+    if verdict.overall is None and not verdict.criteria and verdict.raw_output.strip():
+        parsed = parse_judge_output(verdict.raw_output)
+        if parsed is None:
+            return verdict, "No parsable verdict in the judge's raw output."
+        try:
+            verdict = VerdictIn.model_validate({**verdict.model_dump(), **_verdict_fields(parsed)})
+        except ValueError as exc:
+            return verdict, f"The judge's raw output is not a valid verdict: {exc}"
+    if verdict.overall is None:
+        return verdict, "The judge gave no overall verdict."
+    if not verdict.criteria:
+        return verdict, "The verdict has no criteria: the judge's answer was not parsed."
+    return verdict, ""
+
+
+def _verdict_fields(parsed: dict[str, Any]) -> dict[str, Any]:
+    return {key: parsed[key] for key in ("criteria", "overall", "summary") if key in parsed}
+
+
+# -- batches ---------------------------------------------------------------------------------------------------------
+
+
+# -- JUnit -----------------------------------------------------------------------------------------------------------
+
+
+class JUnitReportOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    filename: str
+    digest: str
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+    flaky: int
+    uploaded_at: dt.datetime
+    duplicate: bool = False
+
+    @staticmethod
+    def resolve_flaky(obj: Any) -> int:
+        return obj.cases.filter(outcome="flaky").count()
+
+
+# -- cassettes -------------------------------------------------------------------------------------------------------
+
+
+class CassetteOut(Schema):
+    id: int
+    name: str
+    provider: str
+    scenario: str
+    digest: str
+    size: int
+    run_id: uuid.UUID | None
+    commit: str
+    uploaded_at: dt.datetime
+    duplicate: bool = False
+
+
+# -- OpenAPI helpers -------------------------------------------------------------------------------------------------

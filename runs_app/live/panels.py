@@ -1,0 +1,276 @@
+"""The panels of a run page's turn card, from recorded events: the timeline rows, the request as sent, the answer,
+the stream viewer's blocks and the scenario's expectations beside what came."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from types import ModuleType
+from typing import Any
+
+from pydantic import ValidationError
+
+from harnessweb.text import plural, pretty_json
+from runs_app.live.resilience import format_ms
+from runs_app.models import Run, RunEvent
+from scenarios_app import wire
+from scenarios_app.models import Scenario
+from scenarios_app.playback import expectations
+from scenarios_app.schemas import Scenario as ScenarioSchema
+from scenarios_app.schemas import ScenarioTurn
+from scenarios_app.wire.common import WireError
+
+EVENT_LOOK = {
+    # kind: (label, icon, tone)
+    "request": ("Request", "→", "info"),
+    "match": ("Matched", "≡", "info"),
+    "validation": ("Validation", "✓", "ok"),
+    "failure_injected": ("Injected failure", "⚡", "warn"),
+    "response": ("Response", "←", "ok"),
+    "rejected": ("Rejected", "✖", "bad"),
+    "client_disconnected": ("Client disconnected", "⏏", "warn"),
+}
+
+
+def _compact(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _offset(event: RunEvent, start: datetime | None) -> str:
+    if start is None:
+        return ""
+    return "+" + format_ms(max(0.0, (event.timestamp - start).total_seconds() * 1000))
+
+
+def _event_summary(event: RunEvent) -> tuple[str, str, str]:
+    """One line about an event, and its icon and tone (validation failures and injected failures stand out)."""
+    label, icon, tone = EVENT_LOOK.get(event.kind, (event.kind, "•", "info"))
+    data = event.data or {}
+    if event.kind == "request":
+        body = data.get("body") if isinstance(data.get("body"), dict) else {}
+        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+        stream = "streaming" if body.get("stream") else "not streaming"
+        counts = f"{plural(len(messages), 'message')} · {plural(len(tools), 'tool')}"
+        return f"{data.get('method', 'POST')} {data.get('path', '')} · {stream} · {counts}", icon, tone
+    if event.kind == "match":
+        scenario = data.get("scenario") or "no scenario"
+        return f"{data.get('mode', '')} · {scenario} · turn {data.get('turn', event.turn)}", icon, tone
+    if event.kind == "validation":
+        if data.get("ok", True):
+            return "Expectations met", icon, tone
+        return f"Validation failed: {data.get('problem', '')}", "✖", "bad"
+    if event.kind == "failure_injected":
+        advice = f" · Retry-After {format_ms(data['retry_after_ms'])}" if data.get("retry_after_ms") is not None else ""
+        retryable = "" if data.get("retryable", True) else " · not retryable"
+        return (
+            f"{data.get('status', '')} (failure {data.get('attempt', '?')} of {data.get('of', '?')}): "
+            f"{data.get('message', '')}{advice}{retryable}",
+            icon,
+            tone,
+        )
+    if event.kind == "response":
+        timing = f"TTFB {format_ms(data.get('ttfb_ms'))} · {format_ms(data.get('duration_ms'))}"
+        if data.get("failure"):
+            if data.get("dropped"):
+                return f"Connection dropped mid-response ({data['failure']}) · {timing}", "✂", "bad"
+            return f"HTTP {data.get('status')} ({data['failure']}) · {timing}", "✖", "bad"
+        return (
+            f"HTTP {data.get('status', 200)} · finish {data.get('finish_reason', '')} · "
+            f"{data.get('chunks', 0)} chunks · {timing}",
+            icon,
+            tone,
+        )
+    if event.kind == "rejected":
+        return f"HTTP {data.get('status')}: {data.get('message', '')}", icon, tone
+    if event.kind == "client_disconnected":
+        return f"after {format_ms(data.get('after_ms'))}", icon, tone
+    return _compact(data)[:200], icon, tone
+
+
+def event_row(event: RunEvent, start: datetime | None) -> dict[str, Any]:
+    """One line of a turn's timeline, with the event's data as JSON to unfold."""
+    summary, icon, tone = _event_summary(event)
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "label": EVENT_LOOK.get(event.kind, (event.kind,))[0],
+        "icon": icon,
+        "tone": tone,
+        "summary": summary,
+        "offset": _offset(event, start),
+        "timestamp": event.timestamp,
+        "json": pretty_json(event.data),
+    }
+
+
+def _parts(content: Any) -> list[dict[str, str]]:
+    """A message's content as displayable parts, whatever the protocol's shape (string, list of typed parts)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"kind": "text", "title": "", "text": content}]
+    if not isinstance(content, list):
+        return [{"kind": "other", "title": "", "text": pretty_json(content)}]
+    parts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+            parts.append({"kind": "text", "title": "", "text": part["text"]})
+        elif kind == "tool_use":
+            parts.append(
+                {"kind": "tool_call", "title": str(part.get("name", "")), "text": pretty_json(part.get("input"))}
+            )
+        elif kind == "tool_result":
+            inner = part.get("content")
+            text = inner if isinstance(inner, str) else "\n".join(p["text"] for p in _parts(inner))
+            parts.append({"kind": "tool_result", "title": str(part.get("tool_use_id", "")), "text": text})
+        elif kind == "thinking":
+            parts.append({"kind": "reasoning", "title": "thinking", "text": str(part.get("thinking", ""))})
+        elif kind == "redacted_thinking":
+            parts.append({"kind": "reasoning", "title": "redacted thinking", "text": "…"})
+        else:
+            parts.append({"kind": "other", "title": str(kind or ""), "text": pretty_json(part)})
+    return parts
+
+
+def _arguments(raw: Any) -> str:
+    """Tool-call arguments pretty-printed when they are JSON text, as sent otherwise."""
+    if isinstance(raw, str):
+        try:
+            return pretty_json(json.loads(raw))
+        except ValueError:
+            return raw
+    return pretty_json(raw)
+
+
+def _message(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        return {"role": "?", "parts": [{"kind": "other", "title": "", "text": pretty_json(raw)}]}
+    parts = _parts(raw.get("content"))
+    calls = raw.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            title = str(function.get("name", ""))
+            parts.append({"kind": "tool_call", "title": title, "text": _arguments(function.get("arguments"))})
+    role = str(raw.get("role", "?"))
+    if role == "tool" and raw.get("tool_call_id"):
+        parts = [{**p, "title": p["title"] or str(raw["tool_call_id"])} for p in parts]
+    return {"role": role, "parts": parts}
+
+
+def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
+    tools = []
+    for raw in body.get("tools") or []:
+        if not isinstance(raw, dict):
+            continue
+        spec = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+        schema = spec.get("parameters", spec.get("input_schema"))
+        tools.append(
+            {
+                "name": str(spec.get("name", "")),
+                "description": str(spec.get("description", "") or ""),
+                "schema": pretty_json(schema) if schema is not None else "",
+            }
+        )
+    return tools
+
+
+def _wire_for(path: str) -> ModuleType:
+    return wire.BY_PATH.get(path.rstrip("/"), wire.openai)
+
+
+def request_panel(event: RunEvent) -> dict[str, Any]:
+    """The request of a turn as sent: parameters, system prompt, messages and tools, plus the raw body."""
+    data = event.data or {}
+    body = data.get("body") if isinstance(data.get("body"), dict) else {}
+    raw_messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    messages = [_message(m) for m in raw_messages]
+    if "system" in body:  # Anthropic keeps the system prompt beside the messages
+        messages.insert(0, {"role": "system", "parts": _parts(body["system"])})
+    skip = {"messages", "tools", "system"}
+    return {
+        "seq": event.seq,
+        "path": data.get("path", ""),
+        "params": [{"name": k, "value": _compact(v)} for k, v in body.items() if k not in skip],
+        "messages": messages,
+        "tools": _tools(body),
+        "json": pretty_json(body),
+        "headers": pretty_json(data.get("headers") or {}),
+    }
+
+
+def stream_blocks(data: dict[str, Any]) -> list[dict[str, str]]:
+    """A recorded response as the stream viewer shows it: reasoning, text, then each tool call with its arguments."""
+    blocks = []
+    if data.get("reasoning"):
+        blocks.append({"kind": "reasoning", "name": "", "text": data["reasoning"]})
+    if data.get("text"):
+        blocks.append({"kind": "text", "name": "", "text": data["text"]})
+    for call in data.get("tool_calls") or []:
+        if isinstance(call, dict):
+            blocks.append(
+                {"kind": "tool_call", "name": str(call.get("name", "")), "text": str(call.get("arguments", ""))}
+            )
+    return blocks
+
+
+def response_panel(event: RunEvent) -> dict[str, Any]:
+    """A turn's latest answer: status, timings, finish reason, usage, tool calls and the recorded summary."""
+    data = event.data or {}
+    if event.kind == "rejected":
+        return {"seq": event.seq, "rejected": True, "status": data.get("status"), "message": data.get("message", "")}
+    calls = [
+        {"id": c.get("id", ""), "name": c.get("name", ""), "arguments": _arguments(c.get("arguments"))}
+        for c in data.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    return {
+        "seq": event.seq,
+        "failure": data.get("failure", ""),
+        "dropped": bool(data.get("dropped")),
+        "status": data.get("status"),
+        "stream": data.get("stream"),
+        "finish_reason": data.get("finish_reason", ""),
+        "chunks": data.get("chunks"),
+        "ttfb": format_ms(data.get("ttfb_ms")),
+        "duration": format_ms(data.get("duration_ms")),
+        "usage": [{"name": k, "value": v} for k, v in usage.items()],
+        "tool_calls": calls,
+        "json": pretty_json(data),
+    }
+
+
+def expectation_rows(scenario: ScenarioSchema, step: ScenarioTurn | None, request: RunEvent) -> list[dict[str, Any]]:
+    """What the scenario expects of this turn's request beside what the request carried, one row per expectation
+    (the engine's own checks, so the page and the run's verdict never disagree)."""
+    data = request.data or {}
+    try:
+        sent = _wire_for(data.get("path", "")).parse_request(data.get("body"))
+    except WireError as exc:
+        return [{"what": "Request", "expected": "a valid request", "actual": exc.message, "ok": False}]
+    return [vars(row) for row in expectations(scenario, step, sent)]
+
+
+def expectations_panel(run: Run, turn: int, request: RunEvent | None, stored: Scenario | None) -> dict[str, Any] | None:
+    """The scenario's expectations for a turn, read from the scenario as stored now (saying if it changed since)."""
+    if not run.scenario_id or request is None:
+        return None
+    if stored is None:
+        return {"missing": True, "scenario_id": run.scenario_id, "rows": []}
+    try:
+        scenario = stored.to_schema()
+    except ValidationError:  # only reachable by editing the table by hand; the page must still show the run
+        return {"missing": True, "scenario_id": run.scenario_id, "rows": []}
+    step = scenario.turn(turn)
+    return {
+        "missing": False,
+        "scenario_id": run.scenario_id,
+        "changed": stored.updated_at > run.started_at,
+        "updated_at": stored.updated_at,
+        "revision": stored.revision,
+        "no_turn": step is None,
+        "rows": expectation_rows(scenario, step, request),
+    }

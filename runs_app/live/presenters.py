@@ -1,0 +1,225 @@
+"""What the runs list and the run page show, as template contexts: rows, the header, the resilience summary and
+each turn's card. The pages and the live sockets render the same contexts."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
+from runs_app.live.resilience import analyse, format_ms
+from runs_app.models import Run, RunEvent
+from scenarios_app.models import Scenario
+
+RUNS_PER_PAGE = 25
+
+
+RUN_FILTERS = ("scenario", "status", "protocol", "source", "date")
+
+
+PROTOCOL_CHOICES = ("openai", "anthropic")
+
+
+SOURCE_CHOICES = ("endpoint", "ci")
+
+
+NO_TURN = 0  # events recorded without a turn are shown under "Run"
+
+
+def run_filters(params: Mapping[str, str]) -> dict[str, str]:
+    """The filters a query string sets, blank ones dropped: the form, the pager and the live socket share them."""
+    return {name: params.get(name, "").strip() for name in RUN_FILTERS if params.get(name, "").strip()}
+
+
+def filter_runs(filters: Mapping[str, str]) -> QuerySet[Run]:
+    """Runs matching the list's filters, newest first. A date that does not parse filters nothing rather than
+    erroring."""
+    day = _parse_day(filters.get("date", ""))
+    fields = {name: filters.get(name, "") for name in ("scenario", "status", "protocol", "source")}
+    return Run.objects.filtered(**fields, day=day).order_by("-started_at", "-id")
+
+
+def _parse_day(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def _query(filters: Mapping[str, str], **extra: Any) -> str:
+    return urlencode({**filters, **{k: v for k, v in extra.items() if v not in (None, "")}})
+
+
+def _duration(run: Run | None) -> str:
+    """Start to finish; a run still going says so (its length so far would only be as fresh as the page)."""
+    if run is None:
+        return "—"
+    if run.finished_at:
+        return format_ms((run.finished_at - run.started_at).total_seconds() * 1000)
+    return "in progress" if run.status == Run.Status.RUNNING else "—"
+
+
+def run_row(run: Run) -> dict[str, Any]:
+    """What one row of the runs list shows."""
+    turns = run.turns_served or []
+    return {
+        "run": run,
+        "label": run.scenario_id or run.name or run.mode,
+        "is_scenario": bool(run.scenario_id),
+        "duration": _duration(run),
+        "turns": len(turns),
+    }
+
+
+def runs_table_context(filters: dict[str, str], page_number: str | None) -> dict[str, Any]:
+    """Context of ``runs_app/runs_table.html``: the page of rows, the pager links and the live socket's URL."""
+    page = Paginator(filter_runs(filters), RUNS_PER_PAGE).get_page(page_number)
+    # The socket knows the filters and the page so that live rows respect them; ``since`` tells it which runs are
+    # new to this page (the ones started after it was rendered).
+    socket_query = _query(filters, page=page.number, since=timezone.now().isoformat())
+    return {
+        "filters": filters,
+        "page": page,
+        "rows": [run_row(run) for run in page.object_list],
+        "previous_query": _query(filters, page=page.previous_page_number()) if page.has_previous() else "",
+        "next_query": _query(filters, page=page.next_page_number()) if page.has_next() else "",
+        "socket_url": f"/ws/runs/?{socket_query}",
+    }
+
+
+def _turn_state(events: list[RunEvent]) -> tuple[str, str]:
+    """A turn's outcome as a badge: the latest answer decides, a failed validation always shows."""
+    if any(e.kind == "validation" and not (e.data or {}).get("ok", True) for e in events):
+        return "failed", "validation failed"
+    last = next((e for e in reversed(events) if e.kind in ("response", "rejected")), None)
+    if last is None:
+        return "running", "in progress"
+    if last.kind == "rejected":
+        return "failed", "rejected"
+    if (last.data or {}).get("failure"):
+        return "errored", f"{last.data['failure']}"
+    return "passed", "answered"
+
+
+def turn_context(run: Run | None, number: int, events: list[RunEvent], stored: Scenario | None) -> dict[str, Any]:
+    """Everything the partials of one turn card need (``run_turn_*.html``)."""
+    start = run.started_at if run else None
+    requests = [e for e in events if e.kind == "request"]
+    answers = [e for e in events if e.kind in ("response", "rejected")]
+    last_request = requests[-1] if requests else None
+    last_answer = answers[-1] if answers else None
+    # The answer belongs to the latest attempt only when it came after that attempt's request.
+    if last_answer is not None and last_request is not None and last_answer.seq < last_request.seq:
+        last_answer = None
+    state, state_label = _turn_state(events)
+    finished = last_answer is not None and last_answer.kind == "response" and not last_answer.data.get("failure")
+    return {
+        "number": number,
+        "label": "Run" if number == NO_TURN else f"Turn {number}",
+        "state": state,
+        "state_label": state_label,
+        "attempts": len(requests),
+        "events": [event_row(e, start) for e in events],
+        "request": request_panel(last_request) if last_request else None,
+        "response": response_panel(last_answer) if last_answer else None,
+        "blocks": stream_blocks(last_answer.data) if finished else [],
+        "expectations": expectations_panel(run, number, last_request, stored) if run else None,
+    }
+
+
+def pending_turn(number: int) -> dict[str, Any]:
+    """A turn card before anything about it is recorded (the live socket creates it on its first chunk)."""
+    return {
+        "number": number,
+        "label": "Run" if number == NO_TURN else f"Turn {number}",
+        "state": "running",
+        "state_label": "in progress",
+        "attempts": 0,
+        "events": [],
+        "request": None,
+        "response": None,
+        "blocks": [],
+        "expectations": None,
+    }
+
+
+def events_by_turn(events: list[RunEvent]) -> dict[int, list[RunEvent]]:
+    turns: dict[int, list[RunEvent]] = {}
+    for event in events:
+        turns.setdefault(event.turn if event.turn is not None else NO_TURN, []).append(event)
+    return dict(sorted(turns.items()))
+
+
+def header_context(
+    run_id: uuid.UUID | str, run: Run | None, events: list[RunEvent], stored: Scenario | None
+) -> dict[str, Any]:
+    """The run page's header: scenario, status, duration, turns, protocol, source."""
+    scripted = len(stored.data.get("turns", [])) if stored else None
+    served = len(run.turns_served or []) if run else 0
+    return {
+        "run_id": str(run_id),
+        "run": run,
+        "label": (run.scenario_id or run.name or run.mode) if run else "",
+        "duration": _duration(run),
+        "turns": f"{served} of {scripted}" if scripted else str(served),
+        "events": len(events),
+    }
+
+
+_THEN = {"retried": "retried", "went on": "went on to a later turn", "gave up": "gave up", "waiting": "no retry yet"}
+
+
+def resilience_context(run: Run | None, events: list[RunEvent]) -> dict[str, Any]:
+    """Context of ``runs_app/run_resilience.html``: the analysis of the run's events, with rows for its table."""
+    report = analyse(
+        [{"seq": e.seq, "timestamp": e.timestamp, "kind": e.kind, "turn": e.turn, "data": e.data} for e in events],
+        live=run is None or run.status == Run.Status.RUNNING,
+    )
+    flagged = {f.sentence for f in report.flagged}
+    rows = []
+    for failure in report.failures:
+        if failure.status == "network_error":
+            got = "dropped connection"
+        elif not failure.received:
+            got = "nothing (hung up first)"
+        else:
+            got = f"HTTP {failure.http_status}"
+        outcome = failure.outcome
+        if outcome == "gave up" and not failure.retryable:
+            outcome_class = "ok"
+        else:
+            outcome_class = {"retried": "ok", "went on": "bad", "gave up": "warn"}.get(outcome, "muted")
+        rows.append(
+            {
+                "turn": failure.turn if failure.turn is not None else "—",
+                "status": failure.status,
+                "attempt": failure.attempt,
+                "of": failure.of,
+                "retryable": failure.retryable,
+                "got": got,
+                "advised": format_ms(failure.advised_ms) if failure.advised_ms is not None else "none",
+                "waited": format_ms(failure.waited_ms),
+                "verdict": failure.verdict,
+                "verdict_class": {"honoured": "ok", "too early": "bad"}.get(failure.verdict or "", "muted"),
+                "then": _THEN.get(outcome, outcome)
+                + (f" (turn {failure.next_turn})" if failure.next_turn is not None else ""),
+                "outcome_class": outcome_class,
+            }
+        )
+    return {"report": report, "rows": rows, "sentences": [s for s in report.summary if s not in flagged]}
+
+
+def load_run(run_id: uuid.UUID | str) -> tuple[Run | None, list[RunEvent], Scenario | None]:
+    run = Run.objects.filter(id=run_id).first()
+    if run is None:
+        return None, [], None
+    events = list(run.events.order_by("seq"))
+    stored = Scenario.objects.filter(id=run.scenario_id).first() if run.scenario_id else None
+    return run, events, stored

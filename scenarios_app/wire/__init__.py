@@ -1,0 +1,16 @@
+"""The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser (JSON
+body → :class:`~scenarios_app.playback.ChatRequest`) and encoders (:class:`~scenarios_app.playback.Reply`, a failure
+or an error → the exact bytes). Each names itself with ``PROTOCOL``, ``LABEL`` and the ``PATH`` it is served at.
+
+A new protocol is one more module here, listed in ``WIRES``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from scenarios_app.wire import anthropic, openai
+
+WIRES: tuple[ModuleType, ...] = (openai, anthropic)
+BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
+BY_PATH: dict[str, ModuleType] = {wire.PATH: wire for wire in WIRES}
