@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "ninja",  # its static files: the API docs page works offline
+    "django_htmx",
     "harnessweb",  # project-level commands (login_link)
     "scenarios_app",
     "runs_app",
@@ -45,6 +46,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # request.htmx: which requests are htmx swaps (harnessweb/htmx.py decides what a swap gets).
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "harnessweb.urls"

@@ -23,11 +23,11 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from pydantic import ValidationError
 
 from harnessweb.apikit import unstorable_path
+from harnessweb.htmx import vary_on_htmx, wants_partial
 from harnessweb.text import pretty_json
 from scenarios_app import editor_form, loader
 from scenarios_app.models import Scenario, ScenarioVersion
@@ -48,15 +48,6 @@ MATCH_LABELS = {
     "last_user_regex": "Last user message matches (regex)",
     "tools_include": "Tools offered include (comma-separated)",
 }
-
-
-def is_partial(request: HttpRequest) -> bool:
-    """An htmx swap (wants the partial), not a boosted page load nor a history restore (both want the page)."""
-    return (
-        request.headers.get("HX-Request") == "true"
-        and request.headers.get("HX-Boosted") != "true"
-        and request.headers.get("HX-History-Restore-Request") != "true"
-    )
 
 
 def edit_url(scenario_id: str) -> str:
@@ -117,6 +108,7 @@ def all_tags() -> list[str]:
     return sorted(tags)
 
 
+@vary_on_htmx
 @require_GET
 @login_required
 def scenario_list(request: HttpRequest) -> HttpResponse:
@@ -124,12 +116,9 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
     tag = request.GET.get("tag", "").strip()
     context = {"rows": scenario_rows(q, tag), "q": q, "tag": tag}
-    if is_partial(request):
-        response = render(request, "scenarios_app/scenario_table.html", context)
-    else:
-        response = render(request, "scenarios_app/list.html", {**context, "tags": all_tags()})
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    if wants_partial(request):
+        return render(request, "scenarios_app/scenario_table.html", context)
+    return render(request, "scenarios_app/list.html", {**context, "tags": all_tags()})
 
 
 # -- reading the editor's post ------------------------------------------------------------------------------------
@@ -432,6 +421,7 @@ def edit_turns(request: HttpRequest) -> HttpResponse:
     return _render_panel(request, _posted_panel(posted, state=state, errors=errors, scenario=scenario))
 
 
+@vary_on_htmx
 @require_POST
 @login_required
 def save(request: HttpRequest) -> HttpResponseBase:
@@ -449,7 +439,7 @@ def save(request: HttpRequest) -> HttpResponseBase:
             posted.scenario = None
     if posted.scenario is None:
         context = _posted_panel(posted)
-        if is_partial(request):
+        if wants_partial(request):
             return _render_panel(request, context, status=422)
         return render(request, "scenarios_app/editor.html", _page_context(posted.row, context), status=422)
     note = request.POST.get("version_note", "").strip() or ("created" if posted.row is None else "edited")
@@ -460,7 +450,7 @@ def save(request: HttpRequest) -> HttpResponseBase:
         number = row.versions.order_by("-number").values_list("number", flat=True).first()
         messages.success(request, f"Saved {row.id} (version {number}).")
     url = edit_url(row.id)
-    if is_partial(request):
+    if wants_partial(request):
         return HttpResponse(headers={"HX-Redirect": url})
     return redirect(url)
 
@@ -713,6 +703,7 @@ def clone(request: HttpRequest, scenario_id: str) -> HttpResponse:
     return redirect(edit_url(copy.id))
 
 
+@vary_on_htmx
 @require_http_methods(["GET", "POST"])
 @login_required
 def delete(request: HttpRequest, scenario_id: str) -> HttpResponse:
@@ -721,7 +712,7 @@ def delete(request: HttpRequest, scenario_id: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "scenarios_app/delete.html", {"row": row, "versions": row.versions.count()})
     row.delete()
-    if is_partial(request):
+    if wants_partial(request):
         return HttpResponse("")  # the list's row swaps itself out
     messages.success(request, f"Deleted {scenario_id}.")
     return redirect("scenarios:list")
@@ -730,6 +721,7 @@ def delete(request: HttpRequest, scenario_id: str) -> HttpResponse:
 # -- versions -----------------------------------------------------------------------------------------------------
 
 
+@vary_on_htmx
 @require_GET
 @login_required
 def version_diff(request: HttpRequest, scenario_id: str, number: int) -> HttpResponse:
@@ -745,12 +737,11 @@ def version_diff(request: HttpRequest, scenario_id: str, number: int) -> HttpRes
         "lines": diff_lines(version.data, row.data, f"version {number}", "current"),
         "edit_url": edit_url(row.id),
     }
-    template = "scenarios_app/diff.html" if is_partial(request) else "scenarios_app/diff_page.html"
-    response = render(request, template, context)
-    patch_vary_headers(response, ["HX-Request"])
-    return response
+    template = "scenarios_app/diff.html" if wants_partial(request) else "scenarios_app/diff_page.html"
+    return render(request, template, context)
 
 
+@vary_on_htmx
 @require_POST
 @login_required
 def version_restore(request: HttpRequest, scenario_id: str, number: int) -> HttpResponse:
@@ -766,6 +757,6 @@ def version_restore(request: HttpRequest, scenario_id: str, number: int) -> Http
         messages.info(request, f"Version {number} is already the current data.")
     else:
         messages.success(request, f"Restored version {number} as a new version.")
-    if is_partial(request):
+    if wants_partial(request):
         return HttpResponse(headers={"HX-Redirect": edit_url(saved.id)})
     return redirect(edit_url(saved.id))

@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from harnessweb.htmx import vary_on_htmx, wants_partial
 from runs_app.live.presenters import (
     PROTOCOL_CHOICES,
     SOURCE_CHOICES,
@@ -24,13 +25,14 @@ from runs_app.models import Run
 from scenarios_app.models import Scenario
 
 
+@vary_on_htmx
 @login_required
 @require_GET
 def runs_list(request: HttpRequest) -> HttpResponse:
     filters = run_filters(request.GET)
     context = runs_table_context(filters, request.GET.get("page"))
-    # An htmx filter or pager request gets the table alone; a history restore needs the whole page.
-    if request.headers.get("HX-Request") and not request.headers.get("HX-History-Restore-Request"):
+    # An htmx filter or pager request gets the table alone.
+    if wants_partial(request):
         return render(request, "runs_app/runs_table.html", context)
     context.update(
         statuses=Run.Status.values,
