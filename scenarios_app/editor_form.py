@@ -74,8 +74,6 @@ TURN_TEXT_FIELDS = (
     "finish_reason",
 )
 TURN_FLAGS = ("allow_missing_tools", "failure_retryable")
-# Fields edited as JSON text: their syntax is checked here, their content by the model.
-JSON_FIELDS = ("arguments", "report_content_json", "failure_error")
 # Fields the editor shows as <textarea>; every other text field is a one-line <input>, which browsers strip of
 # line breaks, so a value holding one cannot be edited in the form without changing it.
 MULTILINE_FIELDS = frozenset(

@@ -8,16 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.playback import (
+from scenarios_app.exchange import (
     FALLBACK_CHUNK_WORDS,
-    FALLBACK_INTERVAL_MS,
-    FINAL_REPORT_CALL_ID,
-    FINAL_REPORT_TOOL,
-    INSTRUCTION_END,
-    INSTRUCTION_START,
-    LOREM_WORDS,
     Block,
-    Catalog,
     ChatRequest,
     Decision,
     Failure,
@@ -25,16 +18,27 @@ from scenarios_app.playback import (
     Message,
     ScenarioNotFound,
     Thinking,
-    check_thinking_signatures,
-    decide,
-    lorem,
-    lorem_length,
     sanitize_tool_name,
-    select_scenario,
     short_id,
     sign_thinking,
-    stable_hash,
     word_chunks,
+)
+from scenarios_app.fallback import (
+    FALLBACK_INTERVAL_MS,
+    INSTRUCTION_END,
+    INSTRUCTION_START,
+    LOREM_WORDS,
+    lorem,
+    lorem_length,
+    stable_hash,
+)
+from scenarios_app.playback import (
+    FINAL_REPORT_CALL_ID,
+    FINAL_REPORT_TOOL,
+    Catalog,
+    check_thinking_signatures,
+    decide,
+    select_scenario,
 )
 from scenarios_app.schemas import Scenario
 from scenarios_app.wire import anthropic as anthropic_wire

@@ -10,18 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.playback import (
-    Block,
-    Catalog,
-    Failure,
-    InvalidRequest,
-    Message,
-    Reply,
-    Thinking,
-    Usage,
-    decide,
-    sign_thinking,
-)
+from scenarios_app.exchange import Block, Failure, InvalidRequest, Message, Reply, Thinking, Usage, sign_thinking
+from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario
 from scenarios_app.wire.anthropic import (
     encode_error,

@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.playback import Block, Catalog, Failure, Message, Reply, Usage, decide, sign_thinking
+from scenarios_app.exchange import Block, Failure, Message, Reply, Usage, sign_thinking
+from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario
 from scenarios_app.wire.common import CREATED, WireError
 from scenarios_app.wire.openai import (

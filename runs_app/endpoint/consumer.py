@@ -25,7 +25,8 @@ from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
 from scenarios_app import wire
 from scenarios_app.catalog import cached_catalog, current_catalog
-from scenarios_app.playback import ChatRequest, Decision, InvalidRequest, ScenarioNotFound, decide
+from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, ScenarioNotFound
+from scenarios_app.playback import decide
 from scenarios_app.wire import anthropic, openai
 from scenarios_app.wire.common import Encoded, Piece, WireError
 

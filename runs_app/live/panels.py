@@ -14,8 +14,8 @@ from harnessweb.text import plural, pretty_json
 from runs_app.live.resilience import format_ms
 from runs_app.models import Run, RunEvent
 from scenarios_app import wire
+from scenarios_app.expectations import expectations
 from scenarios_app.models import Scenario
-from scenarios_app.playback import expectations
 from scenarios_app.schemas import Scenario as ScenarioSchema
 from scenarios_app.schemas import ScenarioTurn
 from scenarios_app.wire.common import WireError

@@ -1,5 +1,5 @@
 """The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser (JSON
-body → :class:`~scenarios_app.playback.ChatRequest`) and encoders (:class:`~scenarios_app.playback.Reply`, a failure
+body → :class:`~scenarios_app.exchange.ChatRequest`) and encoders (:class:`~scenarios_app.exchange.Reply`, a failure
 or an error → the exact bytes). Each names itself with ``PROTOCOL``, ``LABEL`` and the ``PATH`` it is served at.
 
 A new protocol is one more module here, listed in ``WIRES``.

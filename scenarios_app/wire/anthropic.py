@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
+from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
 from scenarios_app.wire.common import (
     Encoded,
     Piece,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from scenarios_app.playback import Block, ChatRequest, Failure, Message, Reply, short_id
+from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
 from scenarios_app.wire.common import (
     CREATED,
     Encoded,

@@ -1,0 +1,182 @@
+"""The engine's vocabulary: the protocol-neutral request every wire parser produces, the neutral answer every wire
+encoder writes, and the deterministic ids, signatures and chunks both sides share.
+
+Pure: no Django, no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Server test mode: 5-word chunks at 50 words a second.
+FALLBACK_CHUNK_WORDS = 5
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The neutral request
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """A thinking block a client sent back inside an assistant message (Anthropic only)."""
+
+    text: str
+    signature: str | None
+    where: str  # e.g. "messages.1.content.0", for the error message
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant", "tool"]
+    text: str = ""
+    thinking: tuple[Thinking, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One request in a protocol-neutral shape, as the wire parsers produce it."""
+
+    protocol: str
+    model: str
+    system: str = ""
+    messages: tuple[Message, ...] = ()
+    tools: tuple[str, ...] = ()
+    temperature: float | None = None
+    top_p: float | None = None
+    reasoning_enabled: bool = False
+    stream: bool = False
+    include_usage: bool = False
+
+    @property
+    def turn(self) -> int:
+        return sum(1 for m in self.messages if m.role == "assistant") + 1
+
+    def user_texts(self) -> list[str]:
+        return [m.text for m in self.messages if m.role == "user"]
+
+    @property
+    def first_user(self) -> str:
+        texts = self.user_texts()
+        return texts[0] if texts else ""
+
+    @property
+    def last_user(self) -> str:
+        texts = self.user_texts()
+        return texts[-1] if texts else ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The neutral answer
+
+
+@dataclass(frozen=True)
+class Block:
+    """One content block: text, reasoning (with its signature) or a tool call (arguments as JSON text)."""
+
+    type: Literal["text", "reasoning", "tool_call"]
+    text: str = ""
+    signature: str = ""
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+    derived_id: bool = False  # the call id was derived (``call_…``), not authored: encoders may re-prefix it
+    choice: int = 0  # OpenAI choice index; instruction mode gives each message its own
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    blocks: tuple[Block, ...]
+    finish: Literal["stop", "tool_calls", "length"]
+    usage: Usage
+    chunk_words: int = FALLBACK_CHUNK_WORDS
+    interval_ms: int = 0
+    id_seed: str = ""  # deterministic seed for response and tool call ids
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.blocks if b.type == "text")
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(b.text for b in self.blocks if b.type == "reasoning")
+
+    @property
+    def tool_calls(self) -> list[dict[str, str]]:
+        return [
+            {"id": b.call_id, "name": b.name, "arguments": b.arguments} for b in self.blocks if b.type == "tool_call"
+        ]
+
+
+@dataclass(frozen=True)
+class Failure:
+    status: str
+    message: str
+    retryable: bool
+    retry_after_ms: int | None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    mode: Literal["scenario", "instruction", "lorem"]
+    scenario_id: str
+    turn: int
+    reply: Reply
+    # Serve ``failure`` for the first ``failures_before_success`` attempts at this turn.
+    failure: Failure | None = None
+    failures_before_success: int = 0
+    problem: str = ""  # validation failure or scenario mismatch: the run fails with this reason
+    completes_run: bool = False  # the last scripted turn, served as scripted
+    scripted_turns: tuple[int, ...] = ()  # every turn the scenario defines: a run passes only if all were served
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class ScenarioNotFound(Exception):
+    """The request named a scenario (header) that the catalog does not hold."""
+
+
+class InvalidRequest(Exception):
+    """The request is well-formed JSON but the provider would refuse it (e.g. a tampered thinking signature)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Deterministic pieces
+
+
+def short_id(seed: str, length: int = 24) -> str:
+    """A deterministic id fragment for response and tool call ids."""
+    return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:length]
+
+
+def sign_thinking(text: str, key: str) -> str:
+    """The deterministic signature the Anthropic endpoint gives a thinking block."""
+    return base64.b64encode(hmac.new(key.encode(), text.encode("utf-8"), hashlib.sha256).digest()).decode()
+
+
+def word_chunks(text: str, words: int) -> list[str]:
+    """Split text into chunks of ``words`` words; joining the chunks gives the text back exactly."""
+    pieces = re.findall(r"\s*\S+", text)
+    tail = text[sum(map(len, pieces)) :]
+    if tail:  # trailing whitespace rides with the last word
+        if pieces:
+            pieces[-1] += tail
+        else:
+            pieces = [tail]
+    return ["".join(pieces[i : i + words]) for i in range(0, len(pieces), words)]
+
+
+def sanitize_tool_name(name: str) -> str:
+    """Tool names as providers accept them: letters, digits, ``_`` and ``-``; anything else becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name.strip())

@@ -1,0 +1,92 @@
+"""A scenario's expectations of a request (system prompt, tools offered, temperature, top_p, reasoning), each
+checked into a row that says what was expected, what came, and the seed's failure message when it is not met.
+
+The engine fails a turn with the first unmet row's message; the run page shows every row. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scenarios_app.exchange import ChatRequest, sanitize_tool_name
+from scenarios_app.schemas import Scenario, ScenarioTurn
+
+TOLERANCE = 1e-6
+
+
+def _js(value: float | None) -> str:
+    """A number as the seed's messages print it (JavaScript): 1 not 1.0, undefined for a missing value."""
+    if value is None:
+        return "undefined"
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expectation of a scenario checked against a request: what was expected beside what came, and, when it
+    is not met, the problem the seed's failure report states (``problem`` is empty for a met one)."""
+
+    what: str
+    expected: str
+    actual: str
+    ok: bool
+    problem: str = ""
+
+
+def _shown(value: float | None) -> str:
+    return "not sent" if value is None else _js(value)
+
+
+def system_prompt_expectations(scenario: Scenario, request: ChatRequest) -> list[Expectation]:
+    """One row per fragment the scenario's system prompt must include."""
+    rows = []
+    for fragment in scenario.system_prompt_must_include:
+        present = fragment in request.system
+        problem = "" if present else f"System prompt missing: {fragment}"
+        rows.append(
+            Expectation("System prompt includes", fragment, "present" if present else "missing", present, problem)
+        )
+    return rows
+
+
+def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectation]:
+    """A turn's expectations of the request (tools offered, temperature, top_p, reasoning), in the order the seed
+    checks them. Tools named ``agent__…`` are exempt; ``allow_missing_tools`` makes missing tools a met row."""
+    rows = []
+    if step.expected_tools:
+        offered = {sanitize_tool_name(t) for t in request.tools}
+        missing = [
+            t for t in step.expected_tools if not t.startswith("agent__") and sanitize_tool_name(t) not in offered
+        ]
+        expected = ", ".join(step.expected_tools) + (" (missing allowed)" if step.allow_missing_tools else "")
+        actual = ", ".join(request.tools) or "no tools"
+        if missing:
+            actual += f" — missing {', '.join(missing)}"
+        ok = step.allow_missing_tools or not missing
+        problem = "" if ok else f"Expected tools not available: {', '.join(missing)}"
+        rows.append(Expectation("Tools offered", expected, actual, ok, problem))
+    for what, seed_name, expected_value, got in (
+        ("temperature", "temperature", step.expected_temperature, request.temperature),
+        ("top_p", "topP", step.expected_top_p, request.top_p),
+    ):
+        if expected_value is not None:
+            ok = got is not None and abs(got - expected_value) <= TOLERANCE
+            problem = "" if ok else f"Expected {seed_name} {_js(expected_value)} but received {_js(got)}"
+            rows.append(Expectation(what, _shown(expected_value), _shown(got), ok, problem))
+    if step.expected_reasoning:
+        got_reasoning = "enabled" if request.reasoning_enabled else "disabled"
+        ok = got_reasoning == step.expected_reasoning
+        if ok:
+            problem = ""
+        elif step.expected_reasoning == "enabled":
+            problem = "Expected reasoning to remain enabled"
+        else:
+            problem = "Expected reasoning to be disabled"
+        rows.append(Expectation("Reasoning", step.expected_reasoning, got_reasoning, ok, problem))
+    return rows
+
+
+def expectations(scenario: Scenario, step: ScenarioTurn | None, request: ChatRequest) -> list[Expectation]:
+    """Every expectation the scenario has of this request: its system prompt's, then its turn's (if it has one)."""
+    rows = system_prompt_expectations(scenario, request)
+    return rows + turn_expectations(step, request) if step is not None else rows

@@ -1,0 +1,205 @@
+"""Answers without a scenario (server test mode): an instruction block in the last user message says what to
+answer; anything else gets the deterministic lorem fallback, ``5 + |FNV-1a-32(message)| % 496`` lorem words and the
+user's message echoed. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from scenarios_app.exchange import FALLBACK_CHUNK_WORDS, Block, ChatRequest, Reply, Usage, short_id, sign_thinking
+
+INSTRUCTION_START = "<|instruction_start|>"
+INSTRUCTION_END = "<|instruction_end|>"
+REASON_MARKER = "\nReason:"
+FALLBACK_INTERVAL_MS = 100  # with 5-word chunks: 50 words a second
+
+
+LOREM_WORDS = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "sed",
+    "do",
+    "eiusmod",
+    "tempor",
+    "incididunt",
+    "ut",
+    "labore",
+    "et",
+    "dolore",
+    "magna",
+    "aliqua",
+    "ut",
+    "enim",
+    "ad",
+    "minim",
+    "veniam",
+    "quis",
+    "nostrud",
+    "exercitation",
+    "ullamco",
+    "laboris",
+    "nisi",
+    "ut",
+    "aliquip",
+    "ex",
+    "ea",
+    "commodo",
+    "consequat",
+    "duis",
+    "aute",
+    "irure",
+    "dolor",
+    "in",
+    "reprehenderit",
+    "in",
+    "voluptate",
+    "velit",
+    "esse",
+    "cillum",
+    "dolore",
+    "eu",
+    "fugiat",
+    "nulla",
+    "pariatur",
+    "excepteur",
+    "sint",
+    "occaecat",
+    "cupidatat",
+    "non",
+    "proident",
+    "sunt",
+    "in",
+    "culpa",
+    "qui",
+    "officia",
+    "deserunt",
+    "mollit",
+    "anim",
+    "id",
+    "est",
+    "laborum",
+]
+
+
+def stable_hash(text: str) -> int:
+    """FNV-1a over UTF-8, as a signed 32-bit integer: the same on every platform and run."""
+    h = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def lorem(count: int) -> str:
+    return " ".join(LOREM_WORDS[i % len(LOREM_WORDS)] for i in range(count))
+
+
+def lorem_length(message: str) -> int:
+    return 5 + abs(stable_hash(message)) % 496
+
+
+def _count_words(*texts: str) -> int:
+    return sum(len(t.split()) for t in texts)
+
+
+def _is_length(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def parse_instruction(message: str) -> tuple[dict[str, Any] | None, str]:
+    start = message.find(INSTRUCTION_START)
+    if start < 0:
+        return None, ""
+    end = message.find(INSTRUCTION_END, start)
+    if end < 0:
+        return None, "instruction block has no end marker"
+    try:
+        data = orjson.loads(message[start + len(INSTRUCTION_START) : end])
+    except orjson.JSONDecodeError as exc:
+        return None, f"instruction block is not valid JSON: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list) or not data["messages"]:
+        return None, "instruction block needs a non-empty messages array"
+    for index, entry in enumerate(data["messages"]):
+        ok = isinstance(entry, dict) and (
+            (isinstance(entry.get("text_message"), dict) and _is_length(entry["text_message"].get("length")))
+            or (
+                isinstance(entry.get("tool_call"), list)
+                and bool(entry["tool_call"])
+                and all(
+                    isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args", {}), dict)
+                    for c in entry["tool_call"]
+                )
+            )
+        )
+        if not ok:
+            return None, f"instruction messages[{index}] is neither text_message {{length}} nor a non-empty tool_call"
+    reasoning = data.get("reasoning")
+    if reasoning is not None and not (isinstance(reasoning, dict) and _is_length(reasoning.get("length"))):
+        return None, "instruction reasoning must be {length: int}"
+    return data, ""
+
+
+def _wrap(id_message: str, body: str) -> str:
+    return f"{id_message} {body} {id_message}" if id_message else body
+
+
+def instruction_reply(data: dict[str, Any], request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
+    id_message = str(data.get("id_message") or "")
+    reasoning_length = (data.get("reasoning") or {}).get("length")
+    seed = f"instruction:{short_id(request.last_user)}"
+    blocks: list[Block] = []
+    for index, entry in enumerate(data["messages"]):
+        if "text_message" in entry:
+            if reasoning_length:
+                text = _wrap(id_message, lorem(reasoning_length))
+                blocks.append(Block(type="reasoning", text=text, signature=sign_thinking(text, key), choice=index))
+            blocks.append(
+                Block(type="text", text=_wrap(id_message, lorem(entry["text_message"]["length"])), choice=index)
+            )
+        else:
+            for n, call in enumerate(entry["tool_call"]):
+                blocks.append(
+                    Block(
+                        type="tool_call",
+                        call_id=f"call_{short_id(f'{seed}:{index}:{n}')}",
+                        derived_id=True,
+                        name=call["name"],
+                        arguments=orjson.dumps(call.get("args", {})).decode(),
+                        choice=index,
+                    )
+                )
+    return _fallback_reply(tuple(blocks), request, pacing_enabled, seed)
+
+
+def lorem_reply(request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
+    message = request.last_user
+    body = lorem(lorem_length(message))
+    # The echo: the user's message, verbatim, after each stream.
+    echoed = f"{body} {message}" if message else body
+    blocks = []
+    if REASON_MARKER in message:
+        blocks.append(Block(type="reasoning", text=echoed, signature=sign_thinking(echoed, key)))
+    blocks.append(Block(type="text", text=echoed))
+    return _fallback_reply(tuple(blocks), request, pacing_enabled, f"lorem:{short_id(message)}")
+
+
+def _fallback_reply(blocks: tuple[Block, ...], request: ChatRequest, pacing_enabled: bool, seed: str) -> Reply:
+    prompt_words = _count_words(request.system, *(m.text for m in request.messages))
+    output_words = _count_words(*(b.text or b.arguments for b in blocks))
+    has_tools = any(b.type == "tool_call" for b in blocks)
+    return Reply(
+        blocks=blocks,
+        finish="tool_calls" if has_tools else "stop",
+        usage=Usage(prompt_words, output_words, prompt_words + output_words),
+        chunk_words=FALLBACK_CHUNK_WORDS,
+        interval_ms=FALLBACK_INTERVAL_MS if pacing_enabled else 0,
+        id_seed=seed,
+    )
