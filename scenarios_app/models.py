@@ -5,8 +5,12 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Count, Max, Sum
+from django.urls import reverse
 
 from scenarios_app import schemas
+
+# Ids that name the scenario list's own pages: such a scenario's editor is reached at <id>/edit/ instead.
+RESERVED_IDS = frozenset({"new", "import", "editor"})
 
 
 class Scenario(models.Model):
@@ -36,6 +40,12 @@ class Scenario(models.Model):
         if not self._state.adding:
             self.revision += 1
         super().save(*args, **kwargs)
+
+    def get_absolute_url(self) -> str:
+        """The scenario's editor (``<id>/edit/`` for ids that name one of the list's own pages)."""
+        if self.id in RESERVED_IDS:
+            return reverse("scenarios:edit_alt", args=[self.id])
+        return reverse("scenarios:edit", args=[self.id])
 
     def to_schema(self) -> schemas.Scenario:
         return schemas.Scenario.model_validate(self.data)

@@ -7,19 +7,20 @@ of those words (``new``, ``import``, ``editor``) is edited at ``<id>/edit/``.
 from django.urls import path
 
 from scenarios_app import views
+from scenarios_app.editor import views as editor
 
 app_name = "scenarios"
 urlpatterns = [
     path("", views.scenario_list, name="list"),
-    path("new/", views.editor_new, name="new"),
+    path("new/", editor.editor_new, name="new"),
     path("import/", views.import_scenarios, name="import"),
-    path("editor/validate/", views.validate, name="validate"),
-    path("editor/panel/", views.switch_panel, name="panel"),
-    path("editor/turns/", views.edit_turns, name="turns"),
-    path("editor/save/", views.save, name="save"),
-    path("editor/preview/", views.preview, name="preview"),
-    path("<str:scenario_id>/", views.edit, name="edit"),
-    path("<str:scenario_id>/edit/", views.edit, name="edit_alt"),
+    path("editor/validate/", editor.validate, name="validate"),
+    path("editor/panel/", editor.switch_panel, name="panel"),
+    path("editor/turns/", editor.edit_turns, name="turns"),
+    path("editor/save/", editor.save, name="save"),
+    path("editor/preview/", editor.preview, name="preview"),
+    path("<str:scenario_id>/", editor.edit, name="edit"),
+    path("<str:scenario_id>/edit/", editor.edit, name="edit_alt"),
     path("<str:scenario_id>/export/", views.export, name="export"),
     path("<str:scenario_id>/clone/", views.clone, name="clone"),
     path("<str:scenario_id>/delete/", views.delete, name="delete"),

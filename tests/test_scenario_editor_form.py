@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scenarios_app import editor_form
+from scenarios_app.editor import binding, fields, mapping, raw
 from scenarios_app.loader import ScenarioFileError
 from scenarios_app.schemas import Scenario
 
@@ -49,19 +49,19 @@ def make_data(**fields: Any) -> dict[str, Any]:
 
 def make_post(data: dict[str, Any]) -> dict[str, str]:
     """What the browser posts for a scenario's form."""
-    return editor_form.flatten(editor_form.scenario_to_state(data))
+    return fields.flatten(mapping.scenario_to_state(data))
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.json")), ids=lambda p: p.stem)
 def test_it_round_trips_every_example_through_the_form(path: Path) -> None:
     canonical = Scenario.model_validate(json.loads(path.read_text())).canonical()
 
-    scenario, errors = editor_form.validate_state(editor_form.parse_form(make_post(canonical)))
+    scenario, errors = mapping.validate_state(fields.parse_form(make_post(canonical)))
 
     assert errors == {}
     assert scenario is not None
     assert scenario.canonical() == canonical
-    assert editor_form.form_problem(canonical) == ""
+    assert mapping.form_problem(canonical) == ""
 
 
 def test_it_round_trips_pacing_match_and_final_reports() -> None:
@@ -92,14 +92,14 @@ def test_it_round_trips_pacing_match_and_final_reports() -> None:
         ],
     )
 
-    scenario, errors = editor_form.validate_state(editor_form.parse_form(make_post(canonical)))
+    scenario, errors = mapping.validate_state(fields.parse_form(make_post(canonical)))
 
     assert errors == {}
     assert scenario.canonical() == canonical
 
 
 def test_it_reads_flat_names_into_nested_state() -> None:
-    state = editor_form.parse_form(
+    state = fields.parse_form(
         {
             "id": "x",
             "pacing_enabled": "on",
@@ -123,7 +123,7 @@ def test_it_reads_flat_names_into_nested_state() -> None:
 
 
 def test_it_maps_model_to_initial_form_values() -> None:
-    state = editor_form.scenario_to_state(make_data(tags=["x", "y"]))
+    state = mapping.scenario_to_state(make_data(tags=["x", "y"]))
 
     assert state["tags"] == "x, y"
     assert state["pacing_enabled"] is False
@@ -132,7 +132,7 @@ def test_it_maps_model_to_initial_form_values() -> None:
     assert first["expected_temperature"] == "0.2"
     assert first["assistant_text"] == "Line one.\nLine two."
     assert first["reasoning"] == [{"text": "Think first.", "signature": "sig-1"}]
-    assert first["tool_calls"] == [editor_form.blank_tool_call()]  # ready if the kind is switched to tool-call
+    assert first["tool_calls"] == [mapping.blank_tool_call()]  # ready if the kind is switched to tool-call
     assert first["usage"] == {"input_tokens": "64", "output_tokens": "32", "total_tokens": "96"}
     assert json.loads(second["tool_calls"][0]["arguments"]) == {"q": "x", "n": 2}
     assert json.loads(second["failure_error"]) == {"code": "slow_down"}
@@ -143,7 +143,7 @@ def test_it_leaves_out_fields_of_kinds_the_turn_did_not_choose() -> None:
     post = make_post(make_data())
     post["turns-0-tool_calls-0-arguments"] = "{not json"  # hidden under a text turn: ignored
 
-    data, errors = editor_form.state_to_data(editor_form.parse_form(post))
+    data, errors = mapping.state_to_data(fields.parse_form(post))
 
     assert errors == {}
     assert "tool_calls" not in data["turns"][0]["response"]
@@ -155,7 +155,7 @@ def test_it_leaves_empty_optional_fields_to_the_model_defaults() -> None:
     post["turns-1-usage-input_tokens"] = ""
     post["turns-1-tool_calls-0-call_id"] = ""
 
-    scenario, errors = editor_form.validate_state(editor_form.parse_form(post))
+    scenario, errors = mapping.validate_state(fields.parse_form(post))
 
     turn = scenario.turns[1]
     assert turn.failure_retry_after_ms is None
@@ -166,7 +166,7 @@ def test_it_leaves_empty_optional_fields_to_the_model_defaults() -> None:
 @pytest.mark.parametrize(
     ("loc", "name"),
     [
-        ((), editor_form.ALL),
+        ((), fields.ALL),
         (("id",), "id"),
         (("tags", 2), "tags"),
         (("system_prompt_must_include", 0), "system_prompt_must_include"),
@@ -190,7 +190,7 @@ def test_it_leaves_empty_optional_fields_to_the_model_defaults() -> None:
     ],
 )
 def test_it_maps_error_locations_to_field_names(loc: tuple[Any, ...], name: str) -> None:
-    assert editor_form.error_field(loc) == name
+    assert mapping.error_field(loc) == name
 
 
 def test_it_puts_the_models_messages_beside_their_fields() -> None:
@@ -203,7 +203,7 @@ def test_it_puts_the_models_messages_beside_their_fields() -> None:
     post["pacing_enabled"] = "on"
     post["pacing-chunk_words"] = "0"
 
-    scenario, errors = editor_form.validate_state(editor_form.parse_form(post))
+    scenario, errors = mapping.validate_state(fields.parse_form(post))
 
     assert scenario is None
     assert errors["id"] == ["String should match pattern '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$'"]
@@ -219,7 +219,7 @@ def test_it_reports_json_syntax_beside_the_json_field_instead_of_the_type_error(
     post = make_post(make_data())
     post["turns-1-tool_calls-0-arguments"] = '{"q": }'
 
-    scenario, errors = editor_form.validate_state(editor_form.parse_form(post))
+    scenario, errors = mapping.validate_state(fields.parse_form(post))
 
     assert scenario is None
     assert errors == {"turns-1-tool_calls-0-arguments": ["Invalid JSON: Expecting value (line 1, column 7)"]}
@@ -229,7 +229,7 @@ def test_it_reports_a_json_value_of_the_wrong_type_with_the_models_message() -> 
     post = make_post(make_data())
     post["turns-1-tool_calls-0-arguments"] = "[1, 2]"
 
-    _, errors = editor_form.validate_state(editor_form.parse_form(post))
+    _, errors = mapping.validate_state(fields.parse_form(post))
 
     assert errors == {"turns-1-tool_calls-0-arguments": ["Input should be a valid dictionary"]}
 
@@ -239,24 +239,24 @@ def test_it_puts_list_level_errors_on_the_list() -> None:
     post["turns-1-turn"] = "1"
     post["turns-1-kind"] = "tool-call"
 
-    _, errors = editor_form.validate_state(editor_form.parse_form(post))
+    _, errors = mapping.validate_state(fields.parse_form(post))
 
     assert errors == {"turns": ["Value error, turn 1 is defined twice"]}
 
 
 def test_it_needs_a_tool_call_for_a_tool_call_turn() -> None:
-    state = editor_form.parse_form(make_post(make_data()))
-    state = editor_form.apply_op(state, "remove_tool_call", 1, 0)
+    state = fields.parse_form(make_post(make_data()))
+    state = binding.apply_op(state, "remove_tool_call", 1, 0)
 
-    _, errors = editor_form.validate_state(state)
+    _, errors = mapping.validate_state(state)
 
     assert errors == {"turns-1-tool_calls": ["List should have at least 1 item after validation, not 0"]}
 
 
 def test_it_binds_values_and_errors_for_the_templates() -> None:
-    state = editor_form.parse_form(make_post(make_data()))
+    state = fields.parse_form(make_post(make_data()))
 
-    bound = editor_form.bind(state, {"turns-1-tool_calls-0-tool_name": ["bad"], editor_form.ALL: ["whole"]})
+    bound = binding.bind(state, {"turns-1-tool_calls-0-tool_name": ["bad"], fields.ALL: ["whole"]})
 
     field = bound["turns"][1]["tool_calls"][0]["tool_name"]
     assert (field.name, field.value, field.errors) == ("turns-1-tool_calls-0-tool_name", "search", ("bad",))
@@ -264,70 +264,70 @@ def test_it_binds_values_and_errors_for_the_templates() -> None:
     assert field.error_id == "err-turns-1-tool_calls-0-tool_name"
     assert bound["errors"].errors == ("whole",)
     assert bound["error_count"] == 2
-    assert {f.name for f in bound["all"]} == set(editor_form.field_names(state))
+    assert {f.name for f in bound["all"]} == set(mapping.field_names(state))
 
 
 def test_it_sends_errors_of_unknown_places_to_the_nearest_slot() -> None:
     post = make_post(make_data())
     post["turns-0-reasoning-0-text"] = "ok"
 
-    names = editor_form.field_names(editor_form.parse_form(post))
+    names = mapping.field_names(fields.parse_form(post))
 
     assert "turns-0-reasoning-0" in names
-    assert editor_form._nearest("turns-0-reasoning-0-nope", set(names)) == "turns-0-reasoning-0"
-    assert editor_form._nearest("elsewhere", set(names)) == editor_form.ALL
+    assert mapping._nearest("turns-0-reasoning-0-nope", set(names)) == "turns-0-reasoning-0"
+    assert mapping._nearest("elsewhere", set(names)) == fields.ALL
 
 
 def test_it_adds_moves_duplicates_and_removes_turns_renumbering_them() -> None:
-    state = editor_form.parse_form(make_post(make_data()))
+    state = fields.parse_form(make_post(make_data()))
     first_text = state["turns"][0]["assistant_text"]
 
-    moved = editor_form.apply_op(state, "move_down", 0)
+    moved = binding.apply_op(state, "move_down", 0)
     assert [t["turn"] for t in moved["turns"]] == ["1", "2"]
     assert moved["turns"][1]["assistant_text"] == first_text
     assert moved["turns"][0]["kind"] == "tool-call"
 
-    duplicated = editor_form.apply_op(moved, "duplicate_turn", 0)
+    duplicated = binding.apply_op(moved, "duplicate_turn", 0)
     assert [t["turn"] for t in duplicated["turns"]] == ["1", "2", "3"]
     assert duplicated["turns"][1]["tool_calls"] == duplicated["turns"][0]["tool_calls"]
 
-    added = editor_form.apply_op(duplicated, "add_turn")
+    added = binding.apply_op(duplicated, "add_turn")
     assert added["turns"][3]["turn"] == "4"
     assert added["turns"][3]["kind"] == "text"
 
-    removed = editor_form.apply_op(added, "remove_turn", 0)
+    removed = binding.apply_op(added, "remove_turn", 0)
     assert [t["turn"] for t in removed["turns"]] == ["1", "2", "3"]
     assert state["turns"][0]["assistant_text"] == first_text  # the input state is left alone
 
-    assert editor_form.apply_op(state, "move_up", 0) == state
-    assert editor_form.apply_op(state, "remove_turn", 9) == state
+    assert binding.apply_op(state, "move_up", 0) == state
+    assert binding.apply_op(state, "remove_turn", 9) == state
 
 
 def test_it_adds_and_removes_tool_calls_and_reasoning_segments() -> None:
-    state = editor_form.parse_form(make_post(make_data()))
+    state = fields.parse_form(make_post(make_data()))
 
-    state = editor_form.apply_op(state, "add_tool_call", 1)
-    state = editor_form.apply_op(state, "add_reasoning", 1)
+    state = binding.apply_op(state, "add_tool_call", 1)
+    state = binding.apply_op(state, "add_reasoning", 1)
     assert len(state["turns"][1]["tool_calls"]) == 2
-    assert state["turns"][1]["reasoning"] == [editor_form.blank_reasoning()]
+    assert state["turns"][1]["reasoning"] == [mapping.blank_reasoning()]
 
-    state = editor_form.apply_op(state, "remove_tool_call", 1, 0)
-    state = editor_form.apply_op(state, "remove_reasoning", 1, 0)
-    assert state["turns"][1]["tool_calls"] == [editor_form.blank_tool_call()]
+    state = binding.apply_op(state, "remove_tool_call", 1, 0)
+    state = binding.apply_op(state, "remove_reasoning", 1, 0)
+    assert state["turns"][1]["tool_calls"] == [mapping.blank_tool_call()]
     assert state["turns"][1]["reasoning"] == []
 
 
 def test_it_refuses_an_unknown_operation() -> None:
     with pytest.raises(ValueError, match="unknown editor operation"):
-        editor_form.apply_op(editor_form.new_scenario_state(), "explode")
+        binding.apply_op(mapping.new_scenario_state(), "explode")
 
 
 def test_it_starts_a_new_scenario_with_one_empty_text_turn() -> None:
-    state = editor_form.new_scenario_state()
+    state = mapping.new_scenario_state()
 
     assert state["id"] == ""
     assert len(state["turns"]) == 1
-    _, errors = editor_form.validate_state(state)
+    _, errors = mapping.validate_state(state)
     assert list(errors) == ["id"]
 
 
@@ -341,27 +341,27 @@ def test_it_starts_a_new_scenario_with_one_empty_text_turn() -> None:
     ],
 )
 def test_it_says_when_the_form_cannot_show_a_scenario_unchanged(fields: dict[str, Any], why: str) -> None:
-    assert why in editor_form.form_problem(make_data(**fields))
+    assert why in mapping.form_problem(make_data(**fields))
 
 
 def test_it_round_trips_raw_json_and_yaml() -> None:
     data = make_data(description="two\nlines", tags=["yes", "on"])
 
-    for fmt in editor_form.RAW_FORMATS:
-        assert editor_form.from_raw(editor_form.to_raw(data, fmt), fmt) == data
-    assert "description: |-\n  two\n  lines" in editor_form.to_raw(data, "yaml")
+    for fmt in fields.RAW_FORMATS:
+        assert raw.from_raw(raw.to_raw(data, fmt), fmt) == data
+    assert "description: |-\n  two\n  lines" in raw.to_raw(data, "yaml")
 
 
 def test_it_names_the_line_of_a_raw_syntax_error() -> None:
     with pytest.raises(ScenarioFileError, match=r"line 2, column 1: invalid JSON"):
-        editor_form.from_raw('{"id": "x",\n}', "json")
+        raw.from_raw('{"id": "x",\n}', "json")
     with pytest.raises(ScenarioFileError, match=r"line 2, column 1: invalid YAML"):
-        editor_form.from_raw("id: x\n- oops\n", "yaml")
+        raw.from_raw("id: x\n- oops\n", "yaml")
 
 
 def test_it_names_the_field_path_of_raw_validation_errors() -> None:
-    assert editor_form.raw_errors({"id": "x", "turns": [{"turn": 1, "response": {"kind": "text"}}]}) == [
+    assert raw.raw_errors({"id": "x", "turns": [{"turn": 1, "response": {"kind": "text"}}]}) == [
         "turns.0.response.text.assistant_text: Field required"
     ]
-    assert editor_form.raw_errors(["not", "an", "object"]) == ["expected a scenario object, found list"]
-    assert editor_form.raw_errors(make_data()) == []
+    assert raw.raw_errors(["not", "an", "object"]) == ["expected a scenario object, found list"]
+    assert raw.raw_errors(make_data()) == []

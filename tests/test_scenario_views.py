@@ -16,11 +16,11 @@ from django.test import Client
 from django.utils import timezone
 
 from runs_app.models import Run
-from scenarios_app import editor_form
+from scenarios_app.editor import fields, mapping, raw
+from scenarios_app.editor.preview import try_body
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario as ScenarioSchema
-from scenarios_app.views import try_body
 from scenarios_app.wire import anthropic as anthropic_wire
 from scenarios_app.wire import openai as openai_wire
 from tests.conftest import make_scenario
@@ -79,7 +79,7 @@ def make_run(scenario_id: str, status: str, minutes_ago: int = 0) -> Run:
 
 def editor_post(data: dict[str, Any], original_id: str = "", **extra: str) -> dict[str, str]:
     """The editor form's post for scenario data (form tab)."""
-    post = editor_form.flatten(editor_form.scenario_to_state(data))
+    post = fields.flatten(mapping.scenario_to_state(data))
     post.update(original_id=original_id, mode="form", **extra)
     return post
 
@@ -371,7 +371,7 @@ def test_it_refuses_to_overwrite_a_save_made_elsewhere(client: Client) -> None:
     )
 
     assert response.status_code == 422
-    assert "saved elsewhere" in error_slot(response.content, editor_form.ALL)
+    assert "saved elsewhere" in error_slot(response.content, fields.ALL)
     assert Scenario.objects.get(id="weather").description == "saved by someone else"
 
 
@@ -413,10 +413,10 @@ def test_it_round_trips_the_form_through_the_raw_tab(client: Client, fmt: str) -
 
     to_raw = client.post("/scenarios/editor/panel/", editor_post(data, "weather", to=fmt), **HTMX)
     raw_text = to_raw.context["raw_text"]
-    assert editor_form.from_raw(raw_text, fmt) == data
+    assert raw.from_raw(raw_text, fmt) == data
     assert to_raw.context["mode"] == "raw"
 
-    edited = editor_form.to_raw({**data, "description": "from raw"}, fmt)
+    edited = raw.to_raw({**data, "description": "from raw"}, fmt)
     back = client.post(
         "/scenarios/editor/panel/",
         {"original_id": "weather", "mode": "raw", "raw_format": fmt, "raw": edited, "to": "form"},
@@ -432,7 +432,7 @@ def test_it_switches_raw_json_to_yaml(client: Client) -> None:
 
     response = client.post(
         "/scenarios/editor/panel/",
-        {"mode": "raw", "raw_format": "json", "raw": editor_form.to_raw(data, "json"), "to": "yaml"},
+        {"mode": "raw", "raw_format": "json", "raw": raw.to_raw(data, "json"), "to": "yaml"},
         **HTMX,
     )
 
@@ -459,11 +459,11 @@ def test_it_keeps_invalid_raw_text_with_its_line_and_field_errors(client: Client
 
 
 def test_it_validates_and_saves_from_the_raw_tab(client: Client) -> None:
-    raw = editor_form.to_raw(new_data("from-yaml"), "yaml")
+    yaml_text = raw.to_raw(new_data("from-yaml"), "yaml")
     validation = client.post(
         "/scenarios/editor/validate/", {"mode": "raw", "raw_format": "yaml", "raw": "id: [\n"}, **HTMX
     )
-    saved = client.post("/scenarios/editor/save/", {"mode": "raw", "raw_format": "yaml", "raw": raw})
+    saved = client.post("/scenarios/editor/save/", {"mode": "raw", "raw_format": "yaml", "raw": yaml_text})
 
     assert 'id="raw-errors" hx-swap-oob="true"' in validation.content.decode()
     assert "invalid YAML" in validation.content.decode()

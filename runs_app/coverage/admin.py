@@ -17,8 +17,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from runs_app.adminkit import BLUE, GREEN, GREY, NONE, RED, HarnessAdmin, badge
+from runs_app.coverage.grid import grid_context
 from runs_app.coverage.report import OBLIGATIONS, coverage_report
-from runs_app.coverage.views import grid_context
 from runs_app.models import TIERS, Provider, TierRule, Waiver
 
 COVERAGE_COLOURS = {"passing": GREEN, "failing": RED, "missing": RED, "waived": BLUE, "not_applicable": GREY}
