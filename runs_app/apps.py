@@ -1,3 +1,5 @@
+"""The runs_app application."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The runs, events, CI uploads (trace logs, verdicts, JUnit, cassettes), API tokens and provider obligations."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,3 +1,5 @@
+"""The scenarios_app application: connects the catalog's invalidation to every scenario write."""
+
 from django.apps import AppConfig
 
 

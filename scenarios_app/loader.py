@@ -64,8 +64,9 @@ def _construct_strict_mapping(loader: _StrictSafeLoader, node: yaml.MappingNode,
 _StrictSafeLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_strict_mapping)
 
 
-def _parse(path: Path, text: str) -> Any:
-    """The file's data; syntax errors become a ScenarioFileError with the line (and column) number."""
+def parse_text(path: Path, text: str) -> Any:
+    """A scenario file's data (JSON or YAML by the name's suffix, duplicate keys refused); syntax errors become a
+    ScenarioFileError with the line (and column) number."""
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
@@ -124,7 +125,12 @@ def read_scenario_file(path: Path) -> list[Scenario]:
         raise ScenarioFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if not text.strip():
         raise ScenarioFileError(f"{path}: the file is empty")
-    return _scenarios_in(path, _parse(path, text))
+    return scenarios_in_text(path, text)
+
+
+def scenarios_in_text(path: Path, text: str) -> list[Scenario]:
+    """The scenarios in the text of a file named ``path`` (it need not exist). Raises ScenarioFileError."""
+    return _scenarios_in(path, parse_text(path, text))
 
 
 def _is_hidden(path: Path, root: Path) -> bool:

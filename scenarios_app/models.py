@@ -1,3 +1,5 @@
+"""Stored scenarios and their saved versions; the catalog's fingerprint."""
+
 from __future__ import annotations
 
 from typing import Any

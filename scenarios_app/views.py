@@ -105,7 +105,7 @@ def _read_source(name: str, text: str) -> list[ScenarioSchema]:
     if not text.strip():
         raise loader.ScenarioFileError(f"{name}: the file is empty")
     # The loader's parser and validator, fed text instead of a path: the same messages, naming the file.
-    scenarios = loader._scenarios_in(path, loader._parse(path, text))
+    scenarios = loader.scenarios_in_text(path, text)
     for scenario in scenarios:
         found = unstorable_path(scenario.canonical())
         if found:

@@ -1,0 +1,1 @@
+"""Provider test-obligation coverage: the report, the grid page with its evidence, and the coverage admin."""

@@ -1,0 +1,1 @@
+"""The runs list and a run's page, rendered from the database and kept live over WebSockets."""

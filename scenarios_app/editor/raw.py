@@ -39,7 +39,7 @@ def from_raw(text: str, fmt: str) -> Any:
     if not text.strip():
         raise loader.ScenarioFileError(f"raw {fmt.upper()}: the text is empty")
     # The loader's parser: the same duplicate-key refusal and line numbers as files get. The name is only a label.
-    return loader._parse(Path(f"raw.{fmt}"), text)
+    return loader.parse_text(Path(f"raw.{fmt}"), text)
 
 
 def raw_errors(data: Any) -> list[str]:

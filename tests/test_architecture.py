@@ -1,0 +1,147 @@
+"""The map in docs/architecture.md, held: imports go one way (pure → Django → pages), scenarios_app never imports
+runs_app, only URLconfs import views, no module imports itself back, and each module is one small room."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("harnessweb", "runs_app", "scenarios_app")
+# No Django: the engine, the wire protocols, the scenario files, the editor's form mapping, the resilience analysis.
+PURE = (
+    "harnessweb.text",
+    "scenarios_app.loader",
+    "scenarios_app.schemas",
+    "scenarios_app.exchange",
+    "scenarios_app.expectations",
+    "scenarios_app.fallback",
+    "scenarios_app.playback",
+    "scenarios_app.wire",
+    "scenarios_app.wire.common",
+    "scenarios_app.wire.openai",
+    "scenarios_app.wire.anthropic",
+    "scenarios_app.editor.fields",
+    "scenarios_app.editor.mapping",
+    "scenarios_app.editor.binding",
+    "scenarios_app.editor.raw",
+    "runs_app.live.resilience",
+)
+# Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
+PURE_LIBRARIES = {"orjson", "pydantic", "yaml"}
+MAX_LINES = 460
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "migrations" not in path.parts:
+                found[module_name(path)] = path
+    return found
+
+
+MODULES = project_modules()
+
+
+def imports_of(name: str) -> set[str]:
+    """Every module ``name`` imports (at any depth of its code), as full dotted names."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            found.add(base)
+            # ``from package import module`` imports that module.
+            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES)
+    return found
+
+
+def project_imports(name: str) -> set[str]:
+    return {imported for imported in imports_of(name) if imported in MODULES}
+
+
+def test_it_finds_the_modules_it_checks() -> None:
+    assert {"scenarios_app.playback", "runs_app.endpoint.consumer", "harnessweb.apikit"} <= set(MODULES)
+    assert set(PURE) <= set(MODULES)
+
+
+def test_it_keeps_scenarios_app_from_importing_runs_app() -> None:
+    offenders = {
+        name: sorted(i for i in imports_of(name) if i.split(".")[0] == "runs_app")
+        for name in MODULES
+        if name.startswith("scenarios_app")
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_it_keeps_the_engine_and_the_encoders_pure(name: str) -> None:
+    for imported in imports_of(name):
+        top = imported.split(".")[0]
+        if imported in PACKAGES:
+            continue  # ``from scenarios_app import loader``: the package's __init__ is a docstring
+        if top in PACKAGES:
+            assert imported in PURE, f"{name} imports {imported}, which is not pure"
+        else:
+            assert top not in {"django", "channels", "ninja", "daphne", "asgiref"}, f"{name} imports {imported}"
+            assert top in PURE_LIBRARIES or top in _stdlib(), f"{name} imports {imported}"
+
+
+def _stdlib() -> frozenset[str]:
+    import sys
+
+    return frozenset(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_it_imports_views_only_from_urlconfs() -> None:
+    offenders = [
+        (name, imported)
+        for name in MODULES
+        for imported in project_imports(name)
+        if imported.rsplit(".", 1)[-1] == "views" and name.rsplit(".", 1)[-1] != "urls"
+    ]
+    assert offenders == []
+
+
+def test_it_has_no_import_cycle() -> None:
+    graph = {name: project_imports(name) - {name} for name in MODULES}
+    # A package's __init__ importing its own submodules is how Python packages work, not a cycle between rooms.
+    for name in graph:
+        if MODULES[name].name == "__init__.py":
+            graph[name] = {i for i in graph[name] if not i.startswith(name + ".")}
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_says_what_it_owns_and_stays_one_room(name: str) -> None:
+    source = MODULES[name].read_text()
+    assert ast.get_docstring(ast.parse(source)), f"{name} has no docstring saying what it owns"
+    assert len(source.splitlines()) <= MAX_LINES, f"{name} has grown past {MAX_LINES} lines: split it"
