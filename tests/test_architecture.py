@@ -145,3 +145,18 @@ def test_every_module_says_what_it_owns_and_stays_one_room(name: str) -> None:
     source = MODULES[name].read_text()
     assert ast.get_docstring(ast.parse(source)), f"{name} has no docstring saying what it owns"
     assert len(source.splitlines()) <= MAX_LINES, f"{name} has grown past {MAX_LINES} lines: split it"
+
+
+def test_every_protocol_answers_the_consumer_s_calls_the_same_way() -> None:
+    from scenarios_app import wire
+    from scenarios_app.exchange import Failure
+
+    assert set(wire.BY_NAME) == {"openai", "anthropic"}
+    assert set(wire.BY_PATH) == {"/v1/chat/completions", "/v1/messages"}
+    failure = Failure(status="rate_limit", message="slow down", retryable=True, retry_after_ms=1500)
+    for module in wire.WIRES:
+        assert module.LABEL and isinstance(module.REQUEST_ID_HEADER, bytes)
+        assert module.encode_error(404, "missing", param="model", request_id="req_1").status == 404
+        assert module.encode_failure(failure, "req_1").status == 429
+        assert module.encode_models(["a", "b"]).status == 200
+        assert module.malformed(True).status == 200

@@ -148,7 +148,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         headers = list(encoded.headers)
         if self.run is not None:
             headers.append((b"x-harness-run", str(self.run.id).encode()))
-        headers.append((b"request-id" if self.protocol is anthropic else b"x-request-id", self.request_id.encode()))
+        headers.append((self.protocol.REQUEST_ID_HEADER, self.request_id.encode()))
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         await self.send_headers(status=encoded.status, headers=headers)
         # What the client receives is also shown live to the run's watchers, coalesced to a message every
@@ -176,9 +176,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             await get_recorder().live(self.run, self.turn, live)
 
     def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
-        if self.protocol is anthropic:
-            return anthropic.encode_error(status, message, request_id=self.request_id)
-        return openai.encode_error(status, message, param=param)
+        return self.protocol.encode_error(status, message, param=param, request_id=self.request_id)
 
     # -- handling ------------------------------------------------------------------------------------------------
 

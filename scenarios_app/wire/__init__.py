@@ -1,6 +1,8 @@
 """The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser (JSON
 body → :class:`~scenarios_app.exchange.ChatRequest`) and encoders (:class:`~scenarios_app.exchange.Reply`, a failure
-or an error → the exact bytes). Each names itself with ``PROTOCOL``, ``LABEL`` and the ``PATH`` it is served at.
+or an error → the exact bytes). Each names itself with ``PROTOCOL``, ``LABEL``, the ``PATH`` it is served at and the
+``REQUEST_ID_HEADER`` its responses carry, and offers the same functions with the same arguments: ``parse_request``,
+``encode_reply``, ``encode_failure``, ``encode_error``, ``encode_models`` and ``malformed``.
 
 A new protocol is one more module here, listed in ``WIRES``.
 """

@@ -32,6 +32,7 @@ from scenarios_app.wire.common import (
 PROTOCOL = "anthropic"
 LABEL = "Anthropic Messages"
 PATH = "/v1/messages"
+REQUEST_ID_HEADER = b"request-id"
 SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
 JSON_HEADERS = ((b"content-type", b"application/json"),)
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
@@ -264,11 +265,13 @@ def encode_error(
     status: int,
     message: str,
     *,
+    param: str | None = None,
     extra: dict[str, Any] | None = None,
     headers: tuple[tuple[bytes, bytes], ...] = (),
     request_id: str = "",
 ) -> Encoded:
-    """An error in Anthropic's format: ``{"type":"error","error":{"type","message"},"request_id"}``."""
+    """An error in Anthropic's format: ``{"type":"error","error":{"type","message"},"request_id"}`` (its errors
+    name no parameter: ``param`` is taken for the same call as every protocol's, and left out)."""
     error: dict[str, Any] = {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}
     error.update(extra or {})
     body = {"type": "error", "error": error, "request_id": request_id or None}

@@ -30,6 +30,7 @@ from scenarios_app.wire.common import (
 PROTOCOL = "openai"
 LABEL = "OpenAI Chat Completions"
 PATH = "/v1/chat/completions"
+REQUEST_ID_HEADER = b"x-request-id"
 SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
 JSON_HEADERS = ((b"content-type", b"application/json"),)
 DONE = b"data: [DONE]\n\n"
@@ -226,8 +227,10 @@ def encode_error(
     code: str | None = None,
     extra: dict[str, Any] | None = None,
     headers: tuple[tuple[bytes, bytes], ...] = (),
+    request_id: str = "",
 ) -> Encoded:
-    """An error in OpenAI's format: ``{"error": {"message", "type", "param", "code"}}``."""
+    """An error in OpenAI's format: ``{"error": {"message", "type", "param", "code"}}`` (the request id travels in
+    the ``x-request-id`` header only)."""
     error: dict[str, Any] = {
         "message": message,
         "type": _ERROR_TYPES.get(status, "server_error"),
