@@ -15,6 +15,8 @@ import orjson
 
 from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
 from scenarios_app.wire.common import (
+    JSON_HEADERS,
+    SSE_HEADERS,
     Encoded,
     Piece,
     WireError,
@@ -33,8 +35,6 @@ PROTOCOL = "anthropic"
 LABEL = "Anthropic Messages"
 PATH = "/v1/messages"
 REQUEST_ID_HEADER = b"request-id"
-SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
-JSON_HEADERS = ((b"content-type", b"application/json"),)
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
 

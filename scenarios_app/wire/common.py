@@ -13,6 +13,8 @@ from scenarios_app.exchange import Block, Failure, Reply, word_chunks
 # Responses are deterministic: byte-identical for the same scenario turn, so ``created`` is fixed too.
 CREATED = 1735689600  # 2025-01-01T00:00:00Z
 ARGUMENT_CHUNK_CHARS = 24
+SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
+JSON_HEADERS = ((b"content-type", b"application/json"),)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from typing import Any
 from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
 from scenarios_app.wire.common import (
     CREATED,
+    JSON_HEADERS,
+    SSE_HEADERS,
     Encoded,
     Piece,
     WireError,
@@ -31,8 +33,6 @@ PROTOCOL = "openai"
 LABEL = "OpenAI Chat Completions"
 PATH = "/v1/chat/completions"
 REQUEST_ID_HEADER = b"x-request-id"
-SSE_HEADERS = ((b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"))
-JSON_HEADERS = ((b"content-type", b"application/json"),)
 DONE = b"data: [DONE]\n\n"
 _ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
