@@ -15,8 +15,6 @@ from typing import Any, Literal
 
 # Server test mode: 5-word chunks at 50 words a second.
 FALLBACK_CHUNK_WORDS = 5
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The neutral request
 

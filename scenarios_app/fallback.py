@@ -15,8 +15,6 @@ INSTRUCTION_START = "<|instruction_start|>"
 INSTRUCTION_END = "<|instruction_end|>"
 REASON_MARKER = "\nReason:"
 FALLBACK_INTERVAL_MS = 100  # with 5-word chunks: 50 words a second
-
-
 LOREM_WORDS = [
     "lorem",
     "ipsum",

@@ -35,8 +35,6 @@ from scenarios_app.schemas import FinalReportResponse, Scenario, ScenarioTurn, T
 
 FINAL_REPORT_TOOL = "agent__final_report"
 FINAL_REPORT_CALL_ID = "agent-final-report"
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Selection
 

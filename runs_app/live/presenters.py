@@ -16,20 +16,13 @@ from django.utils import timezone
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
 from runs_app.models import Run, RunEvent
+from scenarios_app import wire
 from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25
-
-
 RUN_FILTERS = ("scenario", "status", "protocol", "source", "date")
-
-
-PROTOCOL_CHOICES = ("openai", "anthropic")
-
-
+PROTOCOL_CHOICES = tuple(wire.BY_NAME)
 SOURCE_CHOICES = ("endpoint", "ci")
-
-
 NO_TURN = 0  # events recorded without a turn are shown under "Run"
 
 

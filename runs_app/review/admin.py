@@ -130,8 +130,6 @@ class OverrideForm(forms.Form):
 
 
 JUDGE_FIELDS = ("run_link", "overall", "summary", "judge_model", "prompt_hash", "judge_error", "raw", "created_at")
-
-
 REVIEW_FIELDS = ("override_overall", "override_reason", "reviewed_by", "reviewed_at")
 
 

@@ -17,26 +17,12 @@ Errors = dict[str, list[str]]
 
 
 KINDS = ("text", "tool-call", "final-report")
-
-
 REPORT_STATUSES = ("success", "failure", "partial")
-
-
 FAILURE_STATUSES = ("model_error", "rate_limit", "timeout", "network_error", "invalid_response")
-
-
 REASONING_CHOICES = ("", "enabled", "disabled")
-
-
 RAW_FORMATS = ("json", "yaml")
-
-
 ALL = "__all__"  # the slot for errors that belong to no field
-
-
 PACING_FIELDS = ("chunk_words", "interval_ms")
-
-
 MATCH_FIELDS = (
     "model",
     "system_contains",
@@ -46,17 +32,9 @@ MATCH_FIELDS = (
     "last_user_regex",
     "tools_include",
 )
-
-
 USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
-
-
 TOOL_CALL_FIELDS = ("tool_name", "call_id", "arguments", "assistant_text")
-
-
 REASONING_FIELDS = ("text", "signature")
-
-
 TURN_TEXT_FIELDS = (
     "turn",
     "kind",
@@ -76,11 +54,7 @@ TURN_TEXT_FIELDS = (
     "failure_error",
     "finish_reason",
 )
-
-
 TURN_FLAGS = ("allow_missing_tools", "failure_retryable")
-
-
 # Fields the editor shows as <textarea>; every other text field is a one-line <input>, which browsers strip of
 # line breaks, so a value holding one cannot be edited in the form without changing it.
 MULTILINE_FIELDS = frozenset(
