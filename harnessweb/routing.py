@@ -8,10 +8,8 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from runs_app.endpoint.consumer import FakeEndpointConsumer
+from runs_app.endpoint.routes import is_provider_path
 from runs_app.live.consumers import RunsListConsumer, RunTimelineConsumer
-from scenarios_app import wire
-
-FAKE_ENDPOINT_PATHS = frozenset({*wire.BY_PATH, "/v1/models"})
 
 # The live pages: the session cookie says who is watching (the consumers refuse anonymous sockets) and the Origin
 # must be one of ALLOWED_HOSTS, so another site cannot open a socket with a visitor's cookie.
@@ -25,8 +23,8 @@ def build_application(django_asgi_app: Any) -> ProtocolTypeRouter:
     fake_endpoint = FakeEndpointConsumer.as_asgi()
 
     async def http(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        # A set lookup instead of URL resolution and middleware: this is the hot path of every test suite.
-        if scope["path"].rstrip("/") in FAKE_ENDPOINT_PATHS:
+        # A prefix test instead of URL resolution and middleware: this is the hot path of every test suite.
+        if is_provider_path(scope["path"]):
             return await fake_endpoint(scope, receive, send)
         return await django_asgi_app(scope, receive, send)
 

@@ -178,3 +178,8 @@ def word_chunks(text: str, words: int) -> list[str]:
 def sanitize_tool_name(name: str) -> str:
     """Tool names as providers accept them: letters, digits, ``_`` and ``-``; anything else becomes ``_``."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", name.strip())
+
+
+def prompt_words(request: ChatRequest) -> int:
+    """The words of a request's system prompt and messages: the deterministic token count of a prompt."""
+    return sum(len(text.split()) for text in (request.system, *(m.text for m in request.messages)))

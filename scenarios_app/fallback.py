@@ -9,7 +9,16 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import FALLBACK_CHUNK_WORDS, Block, ChatRequest, Reply, Usage, short_id, sign_thinking
+from scenarios_app.exchange import (
+    FALLBACK_CHUNK_WORDS,
+    Block,
+    ChatRequest,
+    Reply,
+    Usage,
+    prompt_words,
+    short_id,
+    sign_thinking,
+)
 
 INSTRUCTION_START = "<|instruction_start|>"
 INSTRUCTION_END = "<|instruction_end|>"
@@ -190,13 +199,13 @@ def lorem_reply(request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
 
 
 def _fallback_reply(blocks: tuple[Block, ...], request: ChatRequest, pacing_enabled: bool, seed: str) -> Reply:
-    prompt_words = _count_words(request.system, *(m.text for m in request.messages))
+    prompt = prompt_words(request)
     output_words = _count_words(*(b.text or b.arguments for b in blocks))
     has_tools = any(b.type == "tool_call" for b in blocks)
     return Reply(
         blocks=blocks,
         finish="tool_calls" if has_tools else "stop",
-        usage=Usage(prompt_words, output_words, prompt_words + output_words),
+        usage=Usage(prompt, output_words, prompt + output_words),
         chunk_words=FALLBACK_CHUNK_WORDS,
         interval_ms=FALLBACK_INTERVAL_MS if pacing_enabled else 0,
         id_seed=seed,

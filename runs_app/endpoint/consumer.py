@@ -11,6 +11,7 @@ import hashlib
 import logging
 import time
 import uuid
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -20,14 +21,14 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
+from runs_app.endpoint import routes
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
-from scenarios_app import wire
 from scenarios_app.catalog import cached_catalog, current_catalog
 from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, ScenarioNotFound
 from scenarios_app.playback import decide
-from scenarios_app.wire import anthropic, openai
+from scenarios_app.wire import anthropic, embeddings, openai
 from scenarios_app.wire.common import Encoded, Piece, WireError
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.scope = scope
         self.base_send = send
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        self.protocol = wire.BY_PATH.get(scope["path"].rstrip("/"), openai)
+        # Until the route is known, errors (a body too large) take the format the request's path and headers expect.
+        self.protocol = routes.error_wire(scope["path"], self.headers)
         self.started = time.perf_counter()
         self.first_byte: float | None = None
         self.run: RunState | None = None
@@ -181,23 +183,33 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     # -- handling ------------------------------------------------------------------------------------------------
 
     async def handle(self, body: bytes) -> None:
-        method = self.scope["method"]
-        if self.scope["path"].rstrip("/") == "/v1/models":
-            if method != "GET":
-                return await self.reply(self._error(405, f"Method {method} not allowed on /v1/models"))
+        route = routes.resolve(self.scope["method"], self.scope["path"], self.headers)
+        if isinstance(route, routes.Refusal):
+            self.protocol = route.wire
+            return await self.reply(self._error(route.status, route.message))
+        self.protocol = route.wire
+        if route.kind == "models":
             return await self.models()
-        if method != "POST":
-            return await self.reply(self._error(405, f"Method {method} not allowed; use POST"))
+        if route.kind == "model":
+            return await self.reply(self._listing_wire().encode_model(route.param))
         try:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             return await self.reply(self._error(400, f"The request body is not valid JSON: {exc}"))
         try:
+            if route.kind == "embeddings":
+                return await self.reply(embeddings.encode_embeddings(embeddings.parse_request(payload)))
+            if route.kind == "count_tokens":
+                return await self.reply(anthropic.encode_token_count(anthropic.parse_count_request(payload)))
             request = self.protocol.parse_request(payload)
             explicit = self._run_header()
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
         await self.play(request, explicit, payload)
+
+    def _listing_wire(self) -> ModuleType:
+        """The model list's format: Anthropic's for a client that says ``anthropic-version``, else OpenAI's."""
+        return anthropic if "anthropic-version" in self.headers else openai
 
     def _run_header(self) -> uuid.UUID | None:
         value = self.headers.get(RUN_HEADER)
@@ -210,9 +222,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def models(self) -> None:
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
-        ids = sorted(catalog.by_id)
-        encoder = anthropic if "anthropic-version" in self.headers else openai
-        await self.reply(encoder.encode_models(ids))
+        await self.reply(self._listing_wire().encode_models(sorted(catalog.by_id)))
 
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()

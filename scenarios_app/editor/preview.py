@@ -15,6 +15,9 @@ from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario as ScenarioSchema
 from scenarios_app.wire import BY_NAME
 
+# The protocols whose requests carry a whole conversation, so any turn can be previewed.
+PREVIEW_PROTOCOLS = {name: BY_NAME[name].LABEL for name in ("openai", "anthropic")}
+
 PREVIEW_MODEL = "scenario-harness"
 
 

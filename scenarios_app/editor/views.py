@@ -18,10 +18,9 @@ from scenarios_app.editor.binding import OPS, apply_op
 from scenarios_app.editor.fields import ALL, RAW_FORMATS
 from scenarios_app.editor.mapping import form_problem, scenario_to_state
 from scenarios_app.editor.panel import check_state, flat_errors, open_panel, posted_panel, read_post, stored_schema
-from scenarios_app.editor.preview import preview_context
+from scenarios_app.editor.preview import PREVIEW_PROTOCOLS, preview_context
 from scenarios_app.editor.raw import raw_errors, to_raw
 from scenarios_app.models import Scenario
-from scenarios_app.wire import BY_NAME
 
 
 def _render_panel(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
@@ -32,7 +31,7 @@ def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]
     context = {
         **panel,
         "page_title": row.id if row else "New scenario",
-        "protocols": {name: wire.LABEL for name, wire in BY_NAME.items()},
+        "protocols": PREVIEW_PROTOCOLS,
         "full_page": True,
     }
     if row is not None:
@@ -168,7 +167,7 @@ def preview(request: HttpRequest) -> HttpResponse:
     """The preview of the editor's current scenario (saved or not) for one turn and protocol."""
     posted = read_post(request.POST)
     protocol = request.POST.get("preview_protocol", "openai")
-    if protocol not in BY_NAME:
+    if protocol not in PREVIEW_PROTOCOLS:
         protocol = "openai"
     turn = _int_or_none(request.POST.get("preview_turn")) or 1
     turn = max(1, min(turn, 1000))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scenarios_app.wire import anthropic, openai
+from scenarios_app.wire import anthropic, completions, openai
 
-WIRES: tuple[ModuleType, ...] = (openai, anthropic)
+WIRES: tuple[ModuleType, ...] = (openai, anthropic, completions)
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 BY_PATH: dict[str, ModuleType] = {wire.PATH: wire for wire in WIRES}

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
+from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, prompt_words, short_id
 from scenarios_app.wire.common import (
     JSON_HEADERS,
     SSE_HEADERS,
@@ -294,8 +294,29 @@ def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
     )
 
 
+def _model(model_id: str) -> dict[str, Any]:
+    return {"type": "model", "id": model_id, "display_name": model_id, "created_at": "2025-01-01T00:00:00Z"}
+
+
+def encode_model(model_id: str) -> Encoded:
+    """``GET /v1/models/{id}``: the harness answers any model name, so any id is a model."""
+    return Encoded(200, JSON_HEADERS, (dumps(_model(model_id)),))
+
+
+def parse_count_request(body: Any) -> ChatRequest:
+    """A ``count_tokens`` body: a Messages body that needs no ``max_tokens``."""
+    if isinstance(body, dict) and "max_tokens" not in body:
+        body = {**body, "max_tokens": 1}
+    return parse_request(body)
+
+
+def encode_token_count(request: ChatRequest) -> Encoded:
+    """``POST /v1/messages/count_tokens``: ``{"input_tokens"}``, the prompt's words (deterministic)."""
+    return Encoded(200, JSON_HEADERS, (dumps({"input_tokens": prompt_words(request)}),))
+
+
 def encode_models(ids: list[str]) -> Encoded:
-    data = [{"type": "model", "id": i, "display_name": i, "created_at": "2025-01-01T00:00:00Z"} for i in ids]
+    data = [_model(i) for i in ids]
     body = {
         "data": data,
         "has_more": False,

@@ -254,8 +254,17 @@ def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
     return encode_error(status, failure.message, code=code, extra=failure.error, headers=tuple(headers))
 
 
+def _model(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "harness"}
+
+
+def encode_model(model_id: str) -> Encoded:
+    """``GET /v1/models/{id}``: the harness answers any model name, so any id is a model."""
+    return Encoded(200, JSON_HEADERS, (dumps(_model(model_id)),))
+
+
 def encode_models(ids: list[str]) -> Encoded:
-    data = [{"id": i, "object": "model", "created": CREATED, "owned_by": "harness"} for i in ids]
+    data = [_model(i) for i in ids]
     return Encoded(200, JSON_HEADERS, (dumps({"object": "list", "data": data}),))
 
 

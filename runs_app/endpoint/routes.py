@@ -1,0 +1,81 @@
+"""Which part of the fake provider a request reaches: a method and path → a :class:`Route`, or a refusal (404 for a
+path nothing serves, 405 for a method a path does not take) that names what is served. Pure.
+
+Every path under ``/v1/`` and ``/v1beta/`` comes here, so a client that calls something we do not serve gets JSON
+in its provider's error format, never an HTML page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+
+from scenarios_app import wire
+from scenarios_app.wire import anthropic, openai
+
+PREFIXES = ("/v1/", "/v1beta/")
+
+
+@dataclass(frozen=True)
+class Route:
+    """``kind`` says what answers (``play``: a protocol plays the engine; ``models``, ``model``, ``count_tokens``,
+    ``embeddings``: small endpoints); ``wire`` is the protocol whose format the answer and its errors take;
+    ``param`` what the path names (a model id)."""
+
+    kind: str
+    wire: ModuleType
+    param: str = ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    wire: ModuleType
+
+
+# (method, path pattern, kind, protocol), in the order the 404 lists them.
+_TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
+    *(("POST", re.escape(module.PATH), "play", module) for module in wire.WIRES),
+    ("POST", re.escape("/v1/messages/count_tokens"), "count_tokens", anthropic),
+    ("POST", re.escape("/v1/embeddings"), "embeddings", openai),
+    ("GET", re.escape("/v1/models"), "models", None),
+    ("GET", r"/v1/models/(?P<param>[^/]+)", "model", None),
+)
+SERVED = tuple(
+    f"{method} {pattern.replace('(?P<param>[^/]+)', '{id}').replace(chr(92), '')}" for method, pattern, *_ in _TABLE
+)
+
+
+def is_provider_path(path: str) -> bool:
+    """Whether a path belongs to the fake provider (the ASGI router sends it here, not to Django)."""
+    return path.startswith(PREFIXES) or path.rstrip("/") in ("/v1", "/v1beta")
+
+
+def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
+    """The protocol whose error format a request expects: Anthropic's when it says ``anthropic-version`` or calls
+    a Messages path, else OpenAI's."""
+    if "anthropic-version" in headers or path.startswith(anthropic.PATH):
+        return anthropic
+    return openai
+
+
+def resolve(method: str, path: str, headers: Mapping[str, str]) -> Route | Refusal:
+    """The route for a request, or why it has none."""
+    path = path.rstrip("/") or "/"
+    allowed = []
+    for route_method, pattern, kind, protocol in _TABLE:
+        match = re.fullmatch(pattern, path)
+        if match is None:
+            continue
+        if route_method != method:
+            allowed.append(route_method)
+            continue
+        return Route(kind, protocol or error_wire(path, headers), match.groupdict().get("param") or "")
+    if allowed:
+        message = f"Method {method} not allowed on {path}; use {' or '.join(allowed)}"
+        return Refusal(405, message, error_wire(path, headers))
+    served = "; ".join(SERVED)
+    return Refusal(404, f"Nothing is served at {method} {path}. Served here: {served}", error_wire(path, headers))
