@@ -10,11 +10,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
 import pytest
+
+if TYPE_CHECKING:
+    from ninja.testing import TestClient
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
@@ -169,6 +172,25 @@ def recorded_run(run_id: str, *, status: str | None = None, events: int = 1) -> 
         return run
 
     return wait_for(ready, message=f"run {run_id} (status {status}, {events} events)")
+
+
+# -- the REST API -----------------------------------------------------------------------------------------------------
+
+
+def make_token(scope: str = "write") -> str:
+    """A new API token of that scope ("read" or "write"), in clear, as a CI sends it."""
+    from runs_app import tokens
+
+    return tokens.issue(f"test-{scope}", scope)[1]
+
+
+def make_client(scope: str = "write") -> TestClient:
+    """Ninja's test client for the whole API (paths relative to /api), sending a new token of that scope."""
+    from ninja.testing import TestClient
+
+    from harnessweb.api import api
+
+    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
 
 
 # -- the browser ------------------------------------------------------------------------------------------------------

@@ -12,22 +12,13 @@ from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 from ninja.testing import TestClient
 
-from harnessweb.api import api
-from runs_app import tokens
 from runs_app.models import JUnitReport, Run
 from runs_app.models import TestCaseResult as CaseResult  # not "Test*": pytest would try to collect it
+from tests.conftest import make_client, make_token
 
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "junit"
-
-
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
-def make_client(scope: str = "write") -> TestClient:
-    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
 
 
 def make_run() -> Run:
