@@ -19,6 +19,8 @@ import pytest
 if TYPE_CHECKING:
     from ninja.testing import TestClient
 
+    from runs_app.models import Run
+
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
 VCR_DIR = ROOT / "tests" / "fixtures" / "vcr"
@@ -147,6 +149,21 @@ def make_scenario(scenario_id: str = "demo", turns: list[dict[str, Any]] | None 
     scenario = ScenarioSchema.model_validate({"id": scenario_id, "turns": turns, **fields})
     Scenario.upsert(scenario)
     return scenario
+
+
+def make_run(**fields: Any) -> Run:
+    """Store a run: scenario "demo" over openai, started now, the model's defaults for the rest (source endpoint,
+    status running); any field can be given."""
+    from django.utils import timezone
+
+    from runs_app.models import Run
+
+    return Run.objects.create(**{"scenario_id": "demo", "protocol": "openai", "started_at": timezone.now(), **fields})
+
+
+def make_ci_run(**fields: Any) -> Run:
+    """Store a run as the CI API opens one: source and mode "ci", no protocol, no scenario."""
+    return make_run(**{"source": "ci", "mode": "ci", "protocol": "", "scenario_id": "", **fields})
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, message: str = "condition") -> Any:

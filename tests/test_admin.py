@@ -29,27 +29,12 @@ from runs_app.models import (
 )
 from runs_app.review import rules as review
 from scenarios_app.models import Scenario
+from tests.conftest import make_run
 
 pytestmark = pytest.mark.django_db
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
-
-
-def make_run(**fields: Any) -> Run:
-    defaults = {
-        "scenario_id": "weather",
-        "protocol": "openai",
-        "source": "ci",
-        "name": "nightly",
-        "commit": "abc123def456",
-        "branch": "main",
-        "started_at": timezone.now() - dt.timedelta(seconds=75),
-        "finished_at": timezone.now(),
-        "status": "failed",
-        "turns_served": [1, 2],
-    }
-    return Run.objects.create(**{**defaults, **fields})
 
 
 def make_verdict(
@@ -171,8 +156,16 @@ def test_the_run_page_shows_events_logs_and_verdicts(client: Client) -> None:
 
 
 def test_the_run_list_shows_build_duration_and_turns_and_searches(client: Client) -> None:
-    run = make_run(name="release-build", commit="feedbeef1234")
-    other = make_run(scenario_id="other", name="", commit="", branch="")
+    now = timezone.now()
+    build = {
+        "source": "ci",
+        "status": "failed",
+        "started_at": now - dt.timedelta(seconds=75),
+        "finished_at": now,
+        "turns_served": [1, 2],
+    }
+    run = make_run(scenario_id="weather", name="release-build", commit="feedbeef1234", branch="main", **build)
+    other = make_run(scenario_id="other", **build)
     response = client.get(changelist("runs_app_run"))
     body = text(response)
     assert "release-build" in body and "feedbeef12" in body and "1 min 15 s" in body

@@ -25,7 +25,7 @@ from harnessweb.api import api
 from runs_app import tokens
 from runs_app.models import ApiToken, Cassette, Run
 from scenarios_app.models import Scenario
-from tests.conftest import VCR_DIR, make_client, make_scenario, make_token
+from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ JUNIT = Path(__file__).resolve().parent / "fixtures" / "junit" / "pytest.xml"
 def make_targets() -> dict[str, Any]:
     """Rows for the path parameters, so that a request that got past auth would really write."""
     make_scenario("demo")
-    run = Run.objects.create(protocol="", source="ci", started_at=timezone.now())
+    run = make_ci_run()
     data = (VCR_DIR / "openai_simple_text.json").read_bytes()
     cassette = Cassette.objects.create(
         name="openai_simple_text.json", provider="openai", scenario="simple_text", content=data, digest="0" * 64, size=1

@@ -17,14 +17,9 @@ from ninja.testing import TestClient
 
 from harnessweb.api import api
 from runs_app.models import JudgeVerdict, Run, RunEvent, TraceLog, VerdictCriterion
-from tests.conftest import make_client, make_token
+from tests.conftest import make_client, make_run, make_token
 
 pytestmark = pytest.mark.django_db
-
-
-def make_run(**fields: Any) -> Run:
-    defaults = {"protocol": "openai", "started_at": timezone.now()}
-    return Run.objects.create(**{**defaults, **fields})
 
 
 def make_verdict(**fields: Any) -> dict[str, Any]:

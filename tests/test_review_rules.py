@@ -7,18 +7,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.utils import timezone
 
-from runs_app.models import JudgeVerdict, Run, VerdictAudit, VerdictCriterion
+from runs_app.models import JudgeVerdict, VerdictAudit, VerdictCriterion
 from runs_app.review import rules as review
+from tests.conftest import make_run
 
 pytestmark = pytest.mark.django_db
-
-
-def make_run(**fields: Any) -> Run:
-    return Run.objects.create(
-        **{"scenario_id": "demo", "protocol": "openai", "source": "ci", "started_at": timezone.now(), **fields}
-    )
 
 
 def make_verdict(
