@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +17,10 @@ import openai
 import pytest
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
     from ninja.testing import TestClient
 
-    from runs_app.models import Run
+    from runs_app.models import JudgeVerdict, Run
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
@@ -164,6 +165,43 @@ def make_run(**fields: Any) -> Run:
 def make_ci_run(**fields: Any) -> Run:
     """Store a run as the CI API opens one: source and mode "ci", no protocol, no scenario."""
     return make_run(**{"source": "ci", "mode": "ci", "protocol": "", "scenario_id": "", **fields})
+
+
+def make_verdict(
+    criteria: Sequence[str | tuple[str, str]] | None = None, overall: str | None = None, **fields: Any
+) -> JudgeVerdict:
+    """Store a judge verdict on ``run`` (a new run if not given) with one criterion per item of ``criteria``: a
+    verdict ("PASS", "FAIL") or a (verdict, reason) pair; by default one passed and one failed. ``overall`` defaults
+    to PASS when every criterion passed, else FAIL."""
+    from runs_app.models import JudgeVerdict, VerdictCriterion
+
+    if criteria is None:
+        criteria = [("PASS", "the list was created"), ("FAIL", "milk was forgotten")]
+    pairs = [(item, "") if isinstance(item, str) else item for item in criteria]
+    if overall is None:
+        overall = "PASS" if all(value == "PASS" for value, _ in pairs) else "FAIL"
+    run = fields.pop("run", None) or make_run()
+    fields = {"summary": "The assistant mostly coped.", "judge_model": "claude-judge", **fields}
+    verdict = JudgeVerdict.objects.create(run=run, overall=overall, **fields)
+    for position, (value, reason) in enumerate(pairs, start=1):
+        VerdictCriterion.objects.create(
+            verdict=verdict, position=position, criterion=f"criterion {position}", judge_verdict=value, reason=reason
+        )
+    return verdict
+
+
+def make_user(username: str = "user", *, staff: bool = False) -> User:
+    """Store a user (tests log in with force_login); ``staff`` lets them into the admin with no permission."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_user(username, password="pw", is_staff=staff)
+
+
+def make_staff(username: str = "reviewer") -> User:
+    """Store a superuser: every admin page and action."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_superuser(username, f"{username}@example.com", "pw")
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, message: str = "condition") -> Any:

@@ -29,30 +29,12 @@ from runs_app.models import (
 )
 from runs_app.review import rules as review
 from scenarios_app.models import Scenario
-from tests.conftest import make_run
+from tests.conftest import make_run, make_staff, make_user, make_verdict
 
 pytestmark = pytest.mark.django_db
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
-
-
-def make_verdict(
-    criteria: list[tuple[str, str]] | None = None, overall: str | None = None, **fields: Any
-) -> JudgeVerdict:
-    """A verdict with (verdict, reason) criteria; overall defaults to PASS iff all pass."""
-    if criteria is None:
-        criteria = [("PASS", "the list was created"), ("FAIL", "milk was forgotten")]
-    if overall is None:
-        overall = "PASS" if all(v == "PASS" for v, _ in criteria) else "FAIL"
-    run = fields.pop("run", None) or make_run()
-    fields = {"summary": "The assistant mostly coped.", "judge_model": "claude-judge", **fields}
-    verdict = JudgeVerdict.objects.create(run=run, overall=overall, **fields)
-    for position, (value, reason) in enumerate(criteria, start=1):
-        VerdictCriterion.objects.create(
-            verdict=verdict, position=position, criterion=f"criterion {position}", judge_verdict=value, reason=reason
-        )
-    return verdict
 
 
 def make_trace_log(run: Run | None = None, content: str = "", **fields: Any) -> TraceLog:
@@ -64,10 +46,6 @@ def make_trace_log(run: Run | None = None, content: str = "", **fields: Any) -> 
         content=content,
         **fields,
     )
-
-
-def make_staff(username: str = "reviewer") -> User:
-    return User.objects.create_superuser(username, f"{username}@example.com", "pw")
 
 
 @pytest.fixture
@@ -626,7 +604,7 @@ def test_anonymous_users_are_sent_to_login() -> None:
 
 
 def test_non_staff_users_are_sent_to_login() -> None:
-    user = User.objects.create_user("plain", password="pw")
+    user = make_user("plain")
     plain = Client()
     plain.force_login(user)
     response = plain.get(reverse("admin:runs_app_judgeverdict_queue"))
@@ -636,7 +614,7 @@ def test_non_staff_users_are_sent_to_login() -> None:
 def test_staff_without_change_permission_cannot_review() -> None:
     from django.contrib.auth.models import Permission
 
-    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer = make_user("viewer", staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_judgeverdict"))
     client = Client()
     client.force_login(viewer)

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from runs_app.coverage.report import DEFAULT_TIER_PATTERNS, Classifier, coverage_report, provider_coverage
 from runs_app.models import Cassette, JUnitReport, Provider, Run, TierRule, Waiver
 from runs_app.models import TestCaseResult as CaseResult  # an alias pytest does not try to collect
-from tests.conftest import make_ci_run
+from tests.conftest import make_ci_run, make_user
 
 seed_migration = importlib.import_module("runs_app.migrations.0003_seed_providers")
 
@@ -516,7 +516,7 @@ def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client,
         assert 'href="/coverage/anthropic/contract/"' in html
         assert client.get(url).status_code == 302
 
-    user = User.objects.create_user("viewer", password="pw-for-tests")
+    user = make_user("viewer")
     client.force_login(user)
     for url in ("/admin/coverage/", "/admin/runs_app/provider/coverage/"):
         response = client.get(url, follow=True)

@@ -3,35 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from runs_app.models import JudgeVerdict, VerdictAudit, VerdictCriterion
 from runs_app.review import rules as review
-from tests.conftest import make_run
+from tests.conftest import make_user, make_verdict
 
 pytestmark = pytest.mark.django_db
-
-
-def make_verdict(
-    criteria: list[str] | tuple[str, ...] = ("PASS", "PASS"), overall: str | None = None, **fields: Any
-) -> JudgeVerdict:
-    """A verdict whose judge answered ``criteria`` (one PASS/FAIL each); overall defaults to their conjunction."""
-    if overall is None:
-        overall = "PASS" if all(c == "PASS" for c in criteria) else "FAIL"
-    run = fields.pop("run", None) or make_run()
-    verdict = JudgeVerdict.objects.create(run=run, overall=overall, summary="s", judge_model="judge-1", **fields)
-    for position, value in enumerate(criteria, start=1):
-        VerdictCriterion.objects.create(
-            verdict=verdict, position=position, criterion=f"criterion {position}", judge_verdict=value, reason="r"
-        )
-    return verdict
-
-
-def make_user(name: str = "rev") -> User:
-    return User.objects.create_user(name, password="x", is_staff=True)
 
 
 def criterion(verdict: JudgeVerdict, position: int) -> VerdictCriterion:

@@ -23,7 +23,7 @@ from scenarios_app.schemas import Scenario as ScenarioSchema
 from scenarios_app.views import try_body
 from scenarios_app.wire import anthropic as anthropic_wire
 from scenarios_app.wire import openai as openai_wire
-from tests.conftest import make_run, make_scenario
+from tests.conftest import make_run, make_scenario, make_user
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -31,7 +31,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 @pytest.fixture
 def user() -> User:
-    return User.objects.create_user("author", password="pw-author-1")
+    return make_user("author")
 
 
 @pytest.fixture
