@@ -18,9 +18,10 @@ import pytest
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+    from django.test import Client
     from ninja.testing import TestClient
 
-    from runs_app.models import JudgeVerdict, Run
+    from runs_app.models import JudgeVerdict, Run, TraceLog
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
@@ -190,6 +191,20 @@ def make_verdict(
     return verdict
 
 
+def make_trace_log(run: Run | None = None, content: str = "", **fields: Any) -> TraceLog:
+    """Store a trace log for turn 1 of ``run`` (a new run if not given), a few log lines unless ``content`` is given."""
+    from runs_app.models import TraceLog
+
+    content = content or "\n".join(["START request r1", "LLM request planner", "tool generate_ui ok", "SUCCESS"])
+    return TraceLog.objects.create(
+        run=run or make_run(),
+        turn_number=fields.pop("turn_number", 1),
+        file_path=fields.pop("file_path", "/tmp/logs/2025-01-01/10-00-00_r1.log"),
+        content=content,
+        **fields,
+    )
+
+
 def make_user(username: str = "user", *, staff: bool = False) -> User:
     """Store a user (tests log in with force_login); ``staff`` lets them into the admin with no permission."""
     from django.contrib.auth.models import User
@@ -246,6 +261,53 @@ def make_client(scope: str = "write") -> TestClient:
     from harnessweb.api import api
 
     return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
+
+
+# -- the admin -------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staff(db: None) -> User:
+    return make_staff()
+
+
+@pytest.fixture
+def staff_client(staff: User) -> Client:
+    """Django's test client, logged in as ``staff``."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+def change_url(obj: Any) -> str:
+    """The admin change page of a row."""
+    from django.urls import reverse
+
+    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+
+
+def changelist(model: str, **params: str) -> str:
+    """The admin list of ``model`` ("app_model"), with these query parameters."""
+    from django.urls import reverse
+
+    url = reverse(f"admin:{model}_changelist")
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def listed_pks(response: Any) -> set[int]:
+    """The primary keys of the rows an admin list shows."""
+    return {obj.pk for obj in response.context["cl"].result_list}
+
+
+def text(response: Any) -> str:
+    return response.content.decode()
+
+
+def shows_badge(body: str, label: str) -> bool:
+    """Whether a verdict/state badge with this label is on the page (not just a filter link of that name)."""
+    return f">{label}</span>" in body
 
 
 # -- the browser ------------------------------------------------------------------------------------------------------
