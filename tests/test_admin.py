@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 # -- every page renders ----------------------------------------------------------------------------------------------
 
 
-def test_every_changelist_and_change_page_renders(staff_client: Client) -> None:
+def test_it_renders_every_list_change_and_add_page(staff_client: Client) -> None:
     run = make_run()
     RunEvent.objects.create(run=run, seq=1, timestamp=timezone.now(), kind="request", turn=1, data={"a": [1, 2]})
     verdict = make_verdict(run=run)
@@ -55,7 +55,7 @@ def test_every_changelist_and_change_page_renders(staff_client: Client) -> None:
 # -- runs ------------------------------------------------------------------------------------------------------------
 
 
-def test_the_run_page_shows_events_logs_and_verdicts(staff_client: Client) -> None:
+def test_it_shows_a_runs_events_logs_and_verdicts_on_its_page(staff_client: Client) -> None:
     run = make_run()
     RunEvent.objects.create(run=run, seq=1, timestamp=timezone.now(), kind="request", data={"model": "gpt"})
     verdict = make_verdict(run=run)
@@ -66,7 +66,7 @@ def test_the_run_page_shows_events_logs_and_verdicts(staff_client: Client) -> No
     assert shows_badge(body, "FAIL") and "1/2" in body
 
 
-def test_the_run_list_shows_build_duration_and_turns_and_searches(staff_client: Client) -> None:
+def test_it_lists_runs_with_their_build_and_duration_and_searches_them(staff_client: Client) -> None:
     now = timezone.now()
     build = {
         "source": "ci",
@@ -88,7 +88,7 @@ def test_the_run_list_shows_build_duration_and_turns_and_searches(staff_client: 
 # -- trace logs ------------------------------------------------------------------------------------------------------
 
 
-def test_trace_log_view_numbers_lines_and_search_highlights(staff_client: Client) -> None:
+def test_it_numbers_trace_log_lines_and_highlights_what_was_searched(staff_client: Client) -> None:
     log = make_trace_log(content="alpha\nbeta tool call\ngamma\nTOOL again")
     body = text(staff_client.get(change_url(log)))
     assert 'id="L4"' in body and "gamma" in body
@@ -100,7 +100,7 @@ def test_trace_log_view_numbers_lines_and_search_highlights(staff_client: Client
     assert "2 lines contain" in body
 
 
-def test_trace_log_search_is_literal_and_escaped(staff_client: Client) -> None:
+def test_it_searches_trace_logs_literally_and_escapes_them(staff_client: Client) -> None:
     log = make_trace_log(content="<script>alert(1)</script>\n(a+)+b")
     body = text(staff_client.get(change_url(log), {"q": "<script>"}))
     assert "<script>alert(1)" not in body
@@ -109,7 +109,7 @@ def test_trace_log_search_is_literal_and_escaped(staff_client: Client) -> None:
     assert [line["number"] for line in response.context["lines"]] == [2]
 
 
-def test_trace_log_download_is_a_text_attachment_named_after_the_file(staff_client: Client) -> None:
+def test_it_downloads_a_trace_log_as_a_text_attachment_named_after_its_file(staff_client: Client) -> None:
     log = make_trace_log(content="one\ntwo\n")
     response = staff_client.get(reverse("admin:runs_app_tracelog_download", args=[log.pk]))
     assert response.status_code == 200
@@ -121,7 +121,7 @@ def test_trace_log_download_is_a_text_attachment_named_after_the_file(staff_clie
 # -- cassettes -------------------------------------------------------------------------------------------------------
 
 
-def test_cassette_download_is_byte_identical_and_content_is_not_editable(staff_client: Client) -> None:
+def test_it_downloads_a_cassette_byte_for_byte_and_never_edits_its_content(staff_client: Client) -> None:
     content = b'{"interactions": [{"request": {"uri": "https://api.example/v1"}}]}\n'
     cassette = Cassette.objects.create(
         name="verify_openai_simple_text.json",
@@ -146,7 +146,7 @@ def test_cassette_download_is_byte_identical_and_content_is_not_editable(staff_c
 # -- API tokens ------------------------------------------------------------------------------------------------------
 
 
-def test_token_creation_shows_the_token_once_and_stores_only_its_digest(staff_client: Client) -> None:
+def test_it_shows_a_new_token_once_and_stores_only_its_digest(staff_client: Client) -> None:
     response = staff_client.post(reverse("admin:runs_app_apitoken_add"), {"name": "ci", "scope": "write"}, follow=True)
     assert response.status_code == 200
     row = ApiToken.objects.get()
@@ -162,7 +162,7 @@ def test_token_creation_shows_the_token_once_and_stores_only_its_digest(staff_cl
     assert row.scope == "write" and row.name == "ci"
 
 
-def test_revoke_action(staff_client: Client) -> None:
+def test_it_revokes_the_selected_tokens(staff_client: Client) -> None:
     live, _ = tokens.issue("a")
     other, token = tokens.issue("b")
     staff_client.post(changelist("runs_app_apitoken"), {"action": "revoke", "_selected_action": [live.pk]})

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 # -- providers -------------------------------------------------------------------------------------------------------
 
 
-def test_provider_coverage_columns_show_what_a_new_provider_still_misses(staff_client: Client) -> None:
+def test_it_shows_in_the_coverage_columns_what_a_new_provider_still_misses(staff_client: Client) -> None:
     Provider.objects.create(name="acme", required_tiers=["unit"], cassette_floor=0)
     response = staff_client.get(changelist("runs_app_provider"))
     assert response.status_code == 200
@@ -31,9 +31,7 @@ def test_provider_coverage_columns_show_what_a_new_provider_still_misses(staff_c
         assert f'href="/coverage/acme/{obligation}/"' in body
 
 
-def test_provider_coverage_columns_are_computed_once_per_page(
-    staff_client: Client, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_it_computes_the_coverage_columns_once_per_page(staff_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
     def coverage_report() -> dict[str, Any]:
@@ -56,7 +54,7 @@ def test_provider_coverage_columns_are_computed_once_per_page(
     assert "3 of 6 scenarios" in body
 
 
-def test_the_provider_list_links_the_coverage_grid_mounted_in_the_admin(staff_client: Client) -> None:
+def test_it_links_the_provider_list_to_the_coverage_grid_mounted_in_the_admin(staff_client: Client) -> None:
     url = reverse("admin:runs_app_coverage")
     assert url == "/admin/runs_app/provider/coverage/"
     assert staff_client.get(url).status_code == 200
@@ -64,7 +62,7 @@ def test_the_provider_list_links_the_coverage_grid_mounted_in_the_admin(staff_cl
     assert Client().get(url).status_code == 302  # staff only
 
 
-def test_provider_required_tiers_are_checkboxes(staff_client: Client) -> None:
+def test_it_takes_a_providers_required_tiers_as_checkboxes(staff_client: Client) -> None:
     staff_client.post(
         reverse("admin:runs_app_provider_add"),
         {
@@ -82,7 +80,7 @@ def test_provider_required_tiers_are_checkboxes(staff_client: Client) -> None:
 # -- waivers ---------------------------------------------------------------------------------------------------------
 
 
-def test_a_waiver_records_who_created_it(staff_client: Client, staff: User) -> None:
+def test_it_records_who_created_a_waiver(staff_client: Client, staff: User) -> None:
     provider = Provider.objects.create(name="acme")
     response = staff_client.post(
         reverse("admin:runs_app_waiver_add"),

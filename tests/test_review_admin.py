@@ -36,7 +36,7 @@ def override(client: Client, verdict: JudgeVerdict, target: str, value: str, rea
 # -- overrides and undo ----------------------------------------------------------------------------------------------
 
 
-def test_override_a_criterion_changes_the_effective_badge(staff_client: Client, staff: User) -> None:
+def test_it_changes_the_effective_badge_when_a_criterion_is_overridden(staff_client: Client, staff: User) -> None:
     verdict = make_verdict()
     assert shows_badge(text(staff_client.get(changelist("runs_app_judgeverdict"))), "FAIL")
     response = override(staff_client, verdict, "criterion:2", "PASS", "milk is in the second message")
@@ -51,7 +51,7 @@ def test_override_a_criterion_changes_the_effective_badge(staff_client: Client, 
     assert row.user == staff and row.reason == "milk is in the second message"
 
 
-def test_override_the_overall_with_a_reason_and_the_page_shows_the_trail(staff_client: Client, staff: User) -> None:
+def test_it_overrides_the_overall_with_a_reason_and_shows_the_audit_trail(staff_client: Client, staff: User) -> None:
     verdict = make_verdict()
     response = override(staff_client, verdict, "overall", "PASS", "judge was too strict")
     body = text(response)
@@ -63,14 +63,14 @@ def test_override_the_overall_with_a_reason_and_the_page_shows_the_trail(staff_c
     assert review.effective_overall(verdict) == "PASS"
 
 
-def test_override_without_a_reason_is_refused_with_a_message(staff_client: Client) -> None:
+def test_it_refuses_an_override_without_a_reason_with_a_message(staff_client: Client) -> None:
     verdict = make_verdict()
     body = text(override(staff_client, verdict, "overall", "PASS", ""))
     assert "Give a reason to override overall." in body
     assert not VerdictAudit.objects.exists()
 
 
-def test_the_verdict_form_cannot_change_override_fields(staff_client: Client) -> None:
+def test_it_ignores_override_fields_posted_through_the_verdict_form(staff_client: Client) -> None:
     verdict = make_verdict()
     staff_client.post(change_url(verdict), {"override_overall": "PASS", "override_reason": "sneaky", "overall": "PASS"})
     verdict.refresh_from_db()
@@ -78,7 +78,7 @@ def test_the_verdict_form_cannot_change_override_fields(staff_client: Client) ->
     assert not VerdictAudit.objects.exists()
 
 
-def test_undo_restores_and_is_itself_audited(staff_client: Client) -> None:
+def test_it_undoes_an_override_and_audits_the_undo(staff_client: Client) -> None:
     verdict = make_verdict()
     override(staff_client, verdict, "overall", "PASS", "fine")
     change = VerdictAudit.objects.get()
@@ -91,7 +91,7 @@ def test_undo_restores_and_is_itself_audited(staff_client: Client) -> None:
     assert "superseded" in text(response)  # the first change can no longer be undone from the page
 
 
-def test_undo_of_a_change_no_longer_current_is_refused(staff_client: Client) -> None:
+def test_it_refuses_to_undo_a_change_that_is_no_longer_current(staff_client: Client) -> None:
     verdict = make_verdict()
     override(staff_client, verdict, "criterion:2", "PASS", "first look")
     first = VerdictAudit.objects.get()
@@ -102,14 +102,14 @@ def test_undo_of_a_change_no_longer_current_is_refused(staff_client: Client) -> 
     assert VerdictAudit.objects.count() == 2
 
 
-def test_undo_of_another_verdicts_change_is_404(staff_client: Client) -> None:
+def test_it_answers_404_to_undoing_another_verdicts_change(staff_client: Client) -> None:
     verdict, other = make_verdict(), make_verdict()
     override(staff_client, verdict, "overall", "PASS", "fine")
     row = VerdictAudit.objects.get()
     assert staff_client.post(reverse("admin:runs_app_judgeverdict_undo", args=[other.pk, row.pk])).status_code == 404
 
 
-def test_mark_reviewed_is_audited(staff_client: Client) -> None:
+def test_it_audits_marking_a_verdict_reviewed(staff_client: Client) -> None:
     verdict = make_verdict()
     response = staff_client.post(reverse("admin:runs_app_judgeverdict_accept", args=[verdict.pk]), follow=True)
     assert f"Verdict #{verdict.pk} marked reviewed (FAIL)." in text(response)
@@ -117,7 +117,7 @@ def test_mark_reviewed_is_audited(staff_client: Client) -> None:
     assert verdict.reviewed_at is not None and VerdictAudit.objects.get().target == "review"
 
 
-def test_review_actions_need_post_and_a_csrf_token(staff: User) -> None:
+def test_it_takes_review_actions_only_as_posts_with_a_csrf_token(staff: User) -> None:
     verdict = make_verdict()
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(staff)
@@ -134,7 +134,7 @@ def test_review_actions_need_post_and_a_csrf_token(staff: User) -> None:
     )
 
 
-def test_next_never_redirects_off_site(staff_client: Client) -> None:
+def test_it_never_follows_next_off_the_site(staff_client: Client) -> None:
     verdict = make_verdict()
     response = override(staff_client, verdict, "overall", "PASS", "ok", next="https://evil.example/")
     assert response.redirect_chain[-1][0] == change_url(verdict)
@@ -143,7 +143,9 @@ def test_next_never_redirects_off_site(staff_client: Client) -> None:
 # -- filters ---------------------------------------------------------------------------------------------------------
 
 
-def test_filters_return_the_right_rows(staff_client: Client, staff: User) -> None:
+def test_it_filters_verdicts_by_review_state_effective_verdict_and_judge_error(
+    staff_client: Client, staff: User
+) -> None:
     unreviewed_fail = make_verdict()
     passing = make_verdict([("PASS", "ok")])
     errored = make_verdict([], overall="", judge_error="judge timed out")
@@ -167,7 +169,7 @@ def test_filters_return_the_right_rows(staff_client: Client, staff: User) -> Non
     assert listed_pks(combined) == {unreviewed_fail.pk}
 
 
-def test_a_judge_error_has_its_own_badge(staff_client: Client) -> None:
+def test_it_gives_a_judge_error_its_own_badge(staff_client: Client) -> None:
     make_verdict([], overall="", judge_error="judge timed out")
     body = text(staff_client.get(changelist("runs_app_judgeverdict")))
     assert "JUDGE ERROR" in body and not shows_badge(body, "FAIL")
@@ -180,7 +182,7 @@ def queue(client: Client, **params: str) -> Any:
     return client.get(reverse("admin:runs_app_judgeverdict_queue"), params)
 
 
-def test_the_queue_walks_fail_verdicts_oldest_first_and_actions_move_on(staff_client: Client) -> None:
+def test_it_walks_the_queue_of_fail_verdicts_oldest_first_moving_on_after_each_action(staff_client: Client) -> None:
     first, second, third = make_verdict(), make_verdict(), make_verdict()
     make_verdict([("PASS", "ok")])  # not in the queue
     make_trace_log(first.run, content="line one\nERROR tool call failed\nFAILED")
@@ -215,7 +217,7 @@ def test_the_queue_walks_fail_verdicts_oldest_first_and_actions_move_on(staff_cl
     assert done.context["remaining"] == 0 and "Nothing to review" in text(done)
 
 
-def test_a_refused_pass_in_the_queue_stays_on_the_verdict(staff_client: Client) -> None:
+def test_it_stays_on_the_verdict_when_a_pass_in_the_queue_is_refused(staff_client: Client) -> None:
     first, _second = make_verdict(), make_verdict()
     page = queue(staff_client)
     response = override(
@@ -225,7 +227,7 @@ def test_a_refused_pass_in_the_queue_stays_on_the_verdict(staff_client: Client) 
     assert "Give a reason" in text(response)
 
 
-def test_previous_goes_back_in_the_queue(staff_client: Client) -> None:
+def test_it_goes_back_in_the_queue(staff_client: Client) -> None:
     first, second = make_verdict(), make_verdict()
     assert queue(staff_client, before=str(second.pk)).context["verdict"] == first
     assert queue(staff_client, at=str(second.pk)).context["verdict"] == second
@@ -235,7 +237,7 @@ def test_previous_goes_back_in_the_queue(staff_client: Client) -> None:
 # -- escaping --------------------------------------------------------------------------------------------------------
 
 
-def test_user_content_is_escaped_on_verdict_pages(staff_client: Client, staff: User) -> None:
+def test_it_escapes_user_content_on_the_verdict_pages(staff_client: Client, staff: User) -> None:
     evil = "<script>alert('x')</script>"
     verdict = make_verdict([("FAIL", evil)], summary=evil)
     VerdictCriterion.objects.filter(verdict=verdict).update(criterion=evil)
@@ -254,7 +256,7 @@ def test_user_content_is_escaped_on_verdict_pages(staff_client: Client, staff: U
 # -- access ----------------------------------------------------------------------------------------------------------
 
 
-def test_anonymous_users_are_sent_to_login() -> None:
+def test_it_sends_anonymous_users_to_log_in() -> None:
     verdict = make_verdict()
     log = make_trace_log()
     anonymous = Client()
@@ -273,7 +275,7 @@ def test_anonymous_users_are_sent_to_login() -> None:
     assert not VerdictAudit.objects.exists()
 
 
-def test_non_staff_users_are_sent_to_login() -> None:
+def test_it_sends_users_who_are_not_staff_to_log_in() -> None:
     user = make_user("plain")
     plain = Client()
     plain.force_login(user)
@@ -281,7 +283,7 @@ def test_non_staff_users_are_sent_to_login() -> None:
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
 
 
-def test_staff_without_change_permission_cannot_review() -> None:
+def test_it_lets_no_staff_without_the_change_permission_review() -> None:
     from django.contrib.auth.models import Permission
 
     viewer = make_user("viewer", staff=True)

@@ -21,7 +21,7 @@ SCENARIO = {
 }
 
 
-def test_scenario_admin_creates_from_data_with_the_id_inside(staff_client: Client) -> None:
+def test_it_creates_a_scenario_from_data_with_the_id_inside(staff_client: Client) -> None:
     response = staff_client.post(reverse("admin:scenarios_app_scenario_add"), {"data": json.dumps(SCENARIO)})
     assert response.status_code == 302
     scenario = Scenario.objects.get()
@@ -31,7 +31,7 @@ def test_scenario_admin_creates_from_data_with_the_id_inside(staff_client: Clien
     assert response.status_code == 302
 
 
-def test_scenario_admin_refuses_invalid_data_naming_the_field(staff_client: Client) -> None:
+def test_it_refuses_invalid_data_naming_the_field(staff_client: Client) -> None:
     bad = {**SCENARIO, "turns": [{"turn": 1, "response": {"kind": "text"}}]}
     response = staff_client.post(reverse("admin:scenarios_app_scenario_add"), {"data": json.dumps(bad)})
     assert response.status_code == 200
@@ -39,13 +39,13 @@ def test_scenario_admin_refuses_invalid_data_naming_the_field(staff_client: Clie
     assert not Scenario.objects.exists()
 
 
-def test_scenario_admin_refuses_malformed_json(staff_client: Client) -> None:
+def test_it_refuses_malformed_json(staff_client: Client) -> None:
     response = staff_client.post(reverse("admin:scenarios_app_scenario_add"), {"data": '{"id": "x",'})
     assert "Not valid JSON" in text(response) and "line 1" in text(response)
     assert not Scenario.objects.exists()
 
 
-def test_scenario_admin_edit_validates_and_keeps_the_id(staff_client: Client) -> None:
+def test_it_validates_an_edit_and_keeps_the_id(staff_client: Client) -> None:
     staff_client.post(reverse("admin:scenarios_app_scenario_add"), {"data": json.dumps(SCENARIO)})
     url = change_url(Scenario.objects.get())
     page = text(staff_client.get(url))
@@ -59,7 +59,7 @@ def test_scenario_admin_edit_validates_and_keeps_the_id(staff_client: Client) ->
     assert Scenario.objects.get().description == "updated" and Scenario.objects.count() == 1
 
 
-def test_scenario_admin_refuses_a_duplicate_id_on_add(staff_client: Client) -> None:
+def test_it_refuses_a_duplicate_id_on_add(staff_client: Client) -> None:
     staff_client.post(reverse("admin:scenarios_app_scenario_add"), {"data": json.dumps(SCENARIO)})
     response = staff_client.post(
         reverse("admin:scenarios_app_scenario_add"), {"data": json.dumps({**SCENARIO, "description": "x"})}
