@@ -1,4 +1,5 @@
-"""Shared helpers: a real daphne server on the test database, SDK clients pointed at it, small make_* helpers."""
+"""Shared helpers: a real daphne server on the test database, SDK clients pointed at it, small make_* helpers for
+the rows the tests need, the API's test client, the admin's staff client and page helpers, the browser."""
 
 from __future__ import annotations
 
@@ -206,7 +207,7 @@ def make_trace_log(run: Run | None = None, content: str = "", **fields: Any) -> 
 
 
 def make_user(username: str = "user", *, staff: bool = False) -> User:
-    """Store a user (tests log in with force_login); ``staff`` lets them into the admin with no permission."""
+    """Store a user (tests log them in with force_login); a ``staff`` one may open the admin, with no permission."""
     from django.contrib.auth.models import User
 
     return User.objects.create_user(username, password="pw", is_staff=staff)
@@ -263,7 +264,7 @@ def make_client(scope: str = "write") -> TestClient:
     return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
 
 
-# -- the admin -------------------------------------------------------------------------------------------------------
+# -- the admin --------------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -302,6 +303,7 @@ def listed_pks(response: Any) -> set[int]:
 
 
 def text(response: Any) -> str:
+    """The body of a response, decoded."""
     return response.content.decode()
 
 
