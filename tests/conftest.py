@@ -1,4 +1,5 @@
-"""Shared helpers: a real daphne server on the test database, SDK clients pointed at it, small make_* helpers."""
+"""Shared helpers: a real daphne server on the test database, SDK clients pointed at it, small make_* helpers for
+the rows the tests need, the API's test client, the admin's staff client and page helpers, the browser."""
 
 from __future__ import annotations
 
@@ -8,13 +9,20 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
 import pytest
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from ninja.testing import TestClient
+
+    from runs_app.models import JudgeVerdict, Run, TraceLog
 
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
@@ -146,6 +154,72 @@ def make_scenario(scenario_id: str = "demo", turns: list[dict[str, Any]] | None 
     return scenario
 
 
+def make_run(**fields: Any) -> Run:
+    """Store a run: scenario "demo" over openai, started now, the model's defaults for the rest (source endpoint,
+    status running); any field can be given."""
+    from django.utils import timezone
+
+    from runs_app.models import Run
+
+    return Run.objects.create(**{"scenario_id": "demo", "protocol": "openai", "started_at": timezone.now(), **fields})
+
+
+def make_ci_run(**fields: Any) -> Run:
+    """Store a run as the CI API opens one: source and mode "ci", no protocol, no scenario."""
+    return make_run(**{"source": "ci", "mode": "ci", "protocol": "", "scenario_id": "", **fields})
+
+
+def make_verdict(
+    criteria: Sequence[str | tuple[str, str]] | None = None, overall: str | None = None, **fields: Any
+) -> JudgeVerdict:
+    """Store a judge verdict on ``run`` (a new run if not given) with one criterion per item of ``criteria``: a
+    verdict ("PASS", "FAIL") or a (verdict, reason) pair; by default one passed and one failed. ``overall`` defaults
+    to PASS when every criterion passed, else FAIL."""
+    from runs_app.models import JudgeVerdict, VerdictCriterion
+
+    if criteria is None:
+        criteria = [("PASS", "the list was created"), ("FAIL", "milk was forgotten")]
+    pairs = [(item, "") if isinstance(item, str) else item for item in criteria]
+    if overall is None:
+        overall = "PASS" if all(value == "PASS" for value, _ in pairs) else "FAIL"
+    run = fields.pop("run", None) or make_run()
+    fields = {"summary": "The assistant mostly coped.", "judge_model": "claude-judge", **fields}
+    verdict = JudgeVerdict.objects.create(run=run, overall=overall, **fields)
+    for position, (value, reason) in enumerate(pairs, start=1):
+        VerdictCriterion.objects.create(
+            verdict=verdict, position=position, criterion=f"criterion {position}", judge_verdict=value, reason=reason
+        )
+    return verdict
+
+
+def make_trace_log(run: Run | None = None, content: str = "", **fields: Any) -> TraceLog:
+    """Store a trace log for turn 1 of ``run`` (a new run if not given), a few log lines unless ``content`` is given."""
+    from runs_app.models import TraceLog
+
+    content = content or "\n".join(["START request r1", "LLM request planner", "tool generate_ui ok", "SUCCESS"])
+    return TraceLog.objects.create(
+        run=run or make_run(),
+        turn_number=fields.pop("turn_number", 1),
+        file_path=fields.pop("file_path", "/tmp/logs/2025-01-01/10-00-00_r1.log"),
+        content=content,
+        **fields,
+    )
+
+
+def make_user(username: str = "user", *, staff: bool = False) -> User:
+    """Store a user (tests log them in with force_login); a ``staff`` one may open the admin, with no permission."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_user(username, password="pw", is_staff=staff)
+
+
+def make_staff(username: str = "reviewer") -> User:
+    """Store a superuser: every admin page and action."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_superuser(username, f"{username}@example.com", "pw")
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 5.0, message: str = "condition") -> Any:
     """Poll until predicate() is truthy (the server records in batches, a few milliseconds behind)."""
     deadline = time.monotonic() + timeout
@@ -169,6 +243,73 @@ def recorded_run(run_id: str, *, status: str | None = None, events: int = 1) -> 
         return run
 
     return wait_for(ready, message=f"run {run_id} (status {status}, {events} events)")
+
+
+# -- the REST API -----------------------------------------------------------------------------------------------------
+
+
+def make_token(scope: str = "write") -> str:
+    """A new API token of that scope ("read" or "write"), in clear, as a CI sends it."""
+    from runs_app import tokens
+
+    return tokens.issue(f"test-{scope}", scope)[1]
+
+
+def make_client(scope: str = "write") -> TestClient:
+    """Ninja's test client for the whole API (paths relative to /api), sending a new token of that scope."""
+    from ninja.testing import TestClient
+
+    from harnessweb.api import api
+
+    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
+
+
+# -- the admin --------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def staff(db: None) -> User:
+    return make_staff()
+
+
+@pytest.fixture
+def staff_client(staff: User) -> Client:
+    """Django's test client, logged in as ``staff``."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+def change_url(obj: Any) -> str:
+    """The admin change page of a row."""
+    from django.urls import reverse
+
+    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+
+
+def changelist(model: str, **params: str) -> str:
+    """The admin list of ``model`` ("app_model"), with these query parameters."""
+    from django.urls import reverse
+
+    url = reverse(f"admin:{model}_changelist")
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def listed_pks(response: Any) -> set[int]:
+    """The primary keys of the rows an admin list shows."""
+    return {obj.pk for obj in response.context["cl"].result_list}
+
+
+def text(response: Any) -> str:
+    """The body of a response, decoded."""
+    return response.content.decode()
+
+
+def shows_badge(body: str, label: str) -> bool:
+    """Whether a verdict/state badge with this label is on the page (not just a filter link of that name)."""
+    return f">{label}</span>" in body
 
 
 # -- the browser ------------------------------------------------------------------------------------------------------

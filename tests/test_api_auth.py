@@ -25,7 +25,7 @@ from harnessweb.api import api
 from runs_app import tokens
 from runs_app.models import ApiToken, Cassette, Run
 from scenarios_app.models import Scenario
-from tests.conftest import VCR_DIR, make_scenario
+from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -33,14 +33,10 @@ SAFE = {"get", "head", "options"}
 JUNIT = Path(__file__).resolve().parent / "fixtures" / "junit" / "pytest.xml"
 
 
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
 def make_targets() -> dict[str, Any]:
     """Rows for the path parameters, so that a request that got past auth would really write."""
     make_scenario("demo")
-    run = Run.objects.create(protocol="", source="ci", started_at=timezone.now())
+    run = make_ci_run()
     data = (VCR_DIR / "openai_simple_text.json").read_bytes()
     cassette = Cassette.objects.create(
         name="openai_simple_text.json", provider="openai", scenario="simple_text", content=data, digest="0" * 64, size=1
@@ -140,7 +136,7 @@ def test_it_answers_401_json_on_every_route_without_a_valid_token(authorization:
 def test_it_answers_403_to_a_read_token_on_every_write_route_and_writes_nothing() -> None:
     targets = make_targets()
     before = snapshot()
-    client = TestClient(api, headers={"Authorization": f"Bearer {make_token('read')}"})
+    client = make_client("read")
 
     for method, path, operation in write_operations():
         response = call(client, method, path, targets)
@@ -155,7 +151,7 @@ def test_it_answers_403_to_a_read_token_on_every_write_route_and_writes_nothing(
 
 def test_it_lets_a_write_token_through_every_write_route() -> None:
     targets = make_targets()
-    client = TestClient(api, headers={"Authorization": f"Bearer {make_token('write')}"})
+    client = make_client("write")
 
     for method, path, _ in write_operations():
         assert call(client, method, path, targets).status_code < 400, (method, path)
@@ -163,7 +159,7 @@ def test_it_lets_a_write_token_through_every_write_route() -> None:
 
 def test_it_lets_a_read_token_read_every_read_route() -> None:
     targets = make_targets()
-    client = TestClient(api, headers={"Authorization": f"Bearer {make_token('read')}"})
+    client = make_client("read")
 
     for method, path, _ in operations():
         if method in SAFE:

@@ -16,14 +16,13 @@ import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
-from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from harnessweb.api import api
 from runs_app import tokens
-from runs_app.models import Cassette, Run
-from tests.conftest import VCR_DIR
+from runs_app.models import Cassette
+from tests.conftest import VCR_DIR, make_ci_run
 
 schema = schemathesis.openapi.from_dict(api.get_openapi_schema())
 schema.app = WSGIHandler()
@@ -31,7 +30,7 @@ schema.app = WSGIHandler()
 
 def make_targets() -> dict[str, str]:
     """An existing run and cassette, so that generated bodies reach the code behind the 404."""
-    run = Run.objects.create(protocol="", source="ci", started_at=timezone.now())
+    run = make_ci_run()
     data = (VCR_DIR / "openai_simple_text.json").read_bytes()
     cassette = Cassette.objects.create(
         name="openai_simple_text.json", provider="openai", scenario="simple_text", content=data, digest="0" * 64, size=1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 import re
@@ -15,7 +16,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
-from runs_app.models import Run
 from scenarios_app.editor import fields, mapping, raw
 from scenarios_app.editor.preview import try_body
 from scenarios_app.models import Scenario, ScenarioVersion
@@ -23,7 +23,7 @@ from scenarios_app.playback import Catalog, decide
 from scenarios_app.schemas import Scenario as ScenarioSchema
 from scenarios_app.wire import anthropic as anthropic_wire
 from scenarios_app.wire import openai as openai_wire
-from tests.conftest import make_scenario
+from tests.conftest import make_run, make_scenario, make_user
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -31,7 +31,7 @@ HTMX = {"HTTP_HX_REQUEST": "true"}
 
 @pytest.fixture
 def user() -> User:
-    return User.objects.create_user("author", password="pw-author-1")
+    return make_user("author")
 
 
 @pytest.fixture
@@ -65,15 +65,6 @@ def make_tool_scenario(scenario_id: str = "weather", **fields: Any) -> ScenarioS
             },
         ],
         **fields,
-    )
-
-
-def make_run(scenario_id: str, status: str, minutes_ago: int = 0) -> Run:
-    return Run.objects.create(
-        scenario_id=scenario_id,
-        protocol="openai",
-        status=status,
-        started_at=timezone.now() - timezone.timedelta(minutes=minutes_ago),
     )
 
 
@@ -143,10 +134,11 @@ def test_it_refuses_posts_without_a_csrf_token(user: User) -> None:
 def test_it_lists_scenarios_with_turns_last_status_and_pass_rate(client: Client) -> None:
     make_tool_scenario("weather", tags=["tools"])
     make_scenario("plain")
-    make_run("weather", "passed", minutes_ago=30)
-    make_run("weather", "failed", minutes_ago=20)
-    make_run("weather", "passed", minutes_ago=10)
-    make_run("weather", "running", minutes_ago=1)
+    now = timezone.now()
+    make_run(scenario_id="weather", status="passed", started_at=now - dt.timedelta(minutes=30))
+    make_run(scenario_id="weather", status="failed", started_at=now - dt.timedelta(minutes=20))
+    make_run(scenario_id="weather", status="passed", started_at=now - dt.timedelta(minutes=10))
+    make_run(scenario_id="weather", status="running", started_at=now - dt.timedelta(minutes=1))
 
     response = client.get("/scenarios/")
 
@@ -163,13 +155,13 @@ def test_it_lists_scenarios_with_turns_last_status_and_pass_rate(client: Client)
 @pytest.mark.backends
 def test_it_counts_runs_in_one_query_whatever_the_number_of_rows(client: Client, django_assert_num_queries) -> None:
     make_scenario("one")
-    make_run("one", "passed")
+    make_run(scenario_id="one", status="passed")
     client.get("/scenarios/")  # warm the session and user caches
     with django_assert_num_queries(4) as one:  # session, user, tags, rows
         client.get("/scenarios/")
     for n in range(8):
         make_scenario(f"more-{n}")
-        make_run(f"more-{n}", "failed")
+        make_run(scenario_id=f"more-{n}", status="failed")
     with django_assert_num_queries(len(one.captured_queries)):
         client.get("/scenarios/")
 

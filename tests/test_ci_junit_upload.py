@@ -8,30 +8,16 @@ from typing import Any
 import httpx2
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 from ninja.testing import TestClient
 
-from harnessweb.api import api
-from runs_app import tokens
 from runs_app.models import JUnitReport, Run
 from runs_app.models import TestCaseResult as CaseResult  # not "Test*": pytest would try to collect it
+from tests.conftest import make_ci_run, make_client, make_token
 
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "junit"
-
-
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
-def make_client(scope: str = "write") -> TestClient:
-    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
-
-
-def make_run() -> Run:
-    return Run.objects.create(protocol="", source="ci", mode="ci", started_at=timezone.now())
 
 
 def make_xml(name: str) -> bytes:
@@ -50,7 +36,7 @@ def post_files(client: TestClient, run: Run, *files: tuple[str, bytes]) -> Any:
 
 
 def test_it_stores_a_pytest_report_per_test_case() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = post_xml(make_client(), run, make_xml("pytest.xml"), "?filename=reports/pytest.xml")
 
@@ -73,7 +59,7 @@ def test_it_stores_a_pytest_report_per_test_case() -> None:
 
 
 def test_it_stores_vitest_annotations_as_provider_tier_scenario() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = post_xml(make_client(), run, make_xml("vitest.xml"))
 
@@ -85,7 +71,7 @@ def test_it_stores_vitest_annotations_as_provider_tier_scenario() -> None:
 
 @pytest.mark.backends
 def test_it_stores_nextest_flaky_and_failed_reruns() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = post_xml(make_client(), run, make_xml("nextest.xml"))
 
@@ -100,7 +86,7 @@ def test_it_stores_nextest_flaky_and_failed_reruns() -> None:
 
 @pytest.mark.backends
 def test_it_stores_the_same_file_once_per_run() -> None:
-    run, other = make_run(), make_run()
+    run, other = make_ci_run(), make_ci_run()
     client = make_client()
 
     first = post_xml(client, run, make_xml("pytest.xml"))
@@ -116,7 +102,7 @@ def test_it_stores_the_same_file_once_per_run() -> None:
 
 
 def test_it_accepts_a_multipart_file() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = post_files(make_client(), run, ("junit.xml", make_xml("nextest.xml")))
 
@@ -125,7 +111,7 @@ def test_it_accepts_a_multipart_file() -> None:
 
 
 def test_it_answers_207_for_several_files_keeping_the_good_ones() -> None:
-    run = make_run()
+    run = make_ci_run()
     client = make_client()
 
     response = post_files(
@@ -148,7 +134,7 @@ def test_it_answers_207_for_several_files_keeping_the_good_ones() -> None:
 
 
 def test_it_answers_malformed_xml_with_line_and_column_and_stores_nothing() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = post_xml(make_client(), run, b'<testsuites>\n  <testcase name="a">\n</testsuites>')
 
@@ -161,7 +147,7 @@ def test_it_answers_malformed_xml_with_line_and_column_and_stores_nothing() -> N
 
 
 def test_it_refuses_a_billion_laughs_document() -> None:
-    run = make_run()
+    run = make_ci_run()
     laughs = (
         b'<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
         b'<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>\n<testsuites name="&lol1;"/>'
@@ -175,7 +161,7 @@ def test_it_refuses_a_billion_laughs_document() -> None:
 
 
 def test_it_answers_a_multipart_body_without_a_file_with_422() -> None:
-    run = make_run()
+    run = make_ci_run()
 
     response = make_client().post(
         f"/runs/{run.id}/junit", FILES=MultiValueDict(), headers={"Content-Type": "multipart/form-data; boundary=x"}
@@ -187,7 +173,7 @@ def test_it_answers_a_multipart_body_without_a_file_with_422() -> None:
 
 def test_it_answers_413_for_a_file_past_the_size_limit(settings: Any) -> None:
     settings.HARNESS_API_MAX_BYTES = 1000
-    run = make_run()
+    run = make_ci_run()
 
     response = post_files(make_client(), run, ("junit.xml", make_xml("pytest.xml")))
 
@@ -197,7 +183,7 @@ def test_it_answers_413_for_a_file_past_the_size_limit(settings: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_accepts_raw_and_multipart_uploads_over_http(harness_server: Any) -> None:
-    run = make_run()
+    run = make_ci_run()
     headers = {"Authorization": f"Bearer {make_token()}"}
     url = f"{harness_server.url}/api/runs/{run.id}/junit"
     with httpx2.Client(headers=headers, timeout=20) as client:

@@ -16,23 +16,10 @@ from django.utils import timezone
 from ninja.testing import TestClient
 
 from harnessweb.api import api
-from runs_app import tokens
 from runs_app.models import JudgeVerdict, Run, RunEvent, TraceLog, VerdictCriterion
+from tests.conftest import make_client, make_run, make_token
 
 pytestmark = pytest.mark.django_db
-
-
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
-def make_client(scope: str = "write") -> TestClient:
-    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
-
-
-def make_run(**fields: Any) -> Run:
-    defaults = {"protocol": "openai", "started_at": timezone.now()}
-    return Run.objects.create(**{**defaults, **fields})
 
 
 def make_verdict(**fields: Any) -> dict[str, Any]:

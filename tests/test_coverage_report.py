@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from runs_app.coverage.report import DEFAULT_TIER_PATTERNS, Classifier, coverage_report, provider_coverage
 from runs_app.models import Cassette, JUnitReport, Provider, Run, TierRule, Waiver
 from runs_app.models import TestCaseResult as CaseResult  # an alias pytest does not try to collect
+from tests.conftest import make_ci_run, make_user
 
 seed_migration = importlib.import_module("runs_app.migrations.0003_seed_providers")
 
@@ -74,10 +75,9 @@ def at(day: int, hour: int = 12) -> datetime.datetime:
     return datetime.datetime(2026, 5, day, hour, tzinfo=datetime.UTC)
 
 
-def make_run(commit: str = "abc1234", started_at: datetime.datetime | None = None, branch: str = "main") -> Run:
-    return Run.objects.create(
-        source="ci", protocol="", name="ci", commit=commit, branch=branch, started_at=started_at or at(1)
-    )
+def make_build(**fields: Any) -> Run:
+    """A CI run of commit abc1234 on main, started on 1 May: the runs the grid reads its results from."""
+    return make_ci_run(**{"name": "ci", "commit": "abc1234", "branch": "main", "started_at": at(1), **fields})
 
 
 def make_case(run: Run, name: str, classname: str = "", outcome: str = "passed", **fields: Any) -> CaseResult:
@@ -176,7 +176,7 @@ def test_it_reports_every_provider_and_obligation_in_the_documented_shape(regist
 
 
 def test_it_shows_passing_failing_missing_waived_and_an_expired_waiver_for_one_provider(registry):
-    run = make_run("abc123def456789", at(10))
+    run = make_build(commit="abc123def456789", started_at=at(10))
     unit = make_cases(run, "anthropic", "unit", ["passed", "passed", "passed"])
     contract = make_cases(run, "anthropic", "contract", ["passed", "failed", "passed", "error", "passed"])
     make_cases(run, "anthropic", "conformance", ["passed", "failed"])
@@ -232,7 +232,7 @@ def test_it_waives_a_missing_cell_until_the_day_the_waiver_expires(registry):
 
 
 def test_it_leaves_a_passing_cell_passing_whatever_its_waiver(registry):
-    make_cases(make_run(), "openai", "unit", ["passed"])
+    make_cases(make_build(), "openai", "unit", ["passed"])
     make_waiver("openai", "unit", TODAY + datetime.timedelta(days=3))
     cell = cells_of("openai")["unit"]
     assert cell["state"] == "passing"
@@ -240,9 +240,9 @@ def test_it_leaves_a_passing_cell_passing_whatever_its_waiver(registry):
 
 
 def test_it_takes_the_latest_run_so_a_failure_fixed_later_passes(registry):
-    old = make_run("old", at(1))
+    old = make_build(commit="old", started_at=at(1))
     make_cases(old, "gemini", "contract", ["failed", "failed"])
-    new = make_run("new", at(2))
+    new = make_build(commit="new", started_at=at(2))
     fixed = make_cases(new, "gemini", "contract", ["passed", "passed"])
     cell = cells_of("gemini")["contract"]
     assert cell["state"] == "passing"
@@ -251,23 +251,23 @@ def test_it_takes_the_latest_run_so_a_failure_fixed_later_passes(registry):
 
 
 def test_it_takes_the_latest_run_so_a_later_failure_fails(registry):
-    make_cases(make_run("old", at(1)), "gemini", "e2e", ["passed"])
-    make_cases(make_run("new", at(3)), "gemini", "e2e", ["passed", "failed"])
+    make_cases(make_build(commit="old", started_at=at(1)), "gemini", "e2e", ["passed"])
+    make_cases(make_build(commit="new", started_at=at(3)), "gemini", "e2e", ["passed", "failed"])
     cell = cells_of("gemini")["e2e"]
     assert cell["state"] == "failing"
     assert (cell["passed"], cell["failed"], cell["total"], cell["commit"]) == (1, 1, 2, "new")
 
 
 def test_it_takes_each_tier_from_its_own_latest_run(registry):
-    make_cases(make_run("unit-run", at(1)), "cohere", "unit", ["passed"])
-    make_cases(make_run("contract-run", at(2)), "cohere", "contract", ["failed"])
+    make_cases(make_build(commit="unit-run", started_at=at(1)), "cohere", "unit", ["passed"])
+    make_cases(make_build(commit="contract-run", started_at=at(2)), "cohere", "contract", ["failed"])
     cells = cells_of("cohere")
     assert (cells["unit"]["state"], cells["unit"]["commit"]) == ("passing", "unit-run")
     assert (cells["contract"]["state"], cells["contract"]["commit"]) == ("failing", "contract-run")
 
 
 def test_it_counts_flaky_as_passing_and_says_so(registry):
-    make_cases(make_run(), "cohere", "unit", ["passed", "flaky", "skipped"])
+    make_cases(make_build(), "cohere", "unit", ["passed", "flaky", "skipped"])
     cell = cells_of("cohere")["unit"]
     assert cell["state"] == "passing"
     assert (cell["passed"], cell["failed"], cell["total"]) == (2, 0, 3)
@@ -276,7 +276,7 @@ def test_it_counts_flaky_as_passing_and_says_so(registry):
 
 
 def test_it_calls_a_tier_with_only_skipped_tests_missing(registry):
-    make_cases(make_run(), "vertex", "e2e", ["skipped", "skipped"])
+    make_cases(make_build(), "vertex", "e2e", ["skipped", "skipped"])
     cell = cells_of("vertex")["e2e"]
     assert cell["state"] == "missing"
     assert cell["reason"].startswith("all 2 e2e tests for vertex were skipped in the latest run")
@@ -336,7 +336,7 @@ def test_it_marks_obligations_a_provider_does_not_require_not_applicable(registr
 
 
 def test_it_places_cases_without_properties_by_test_file_patterns_and_provider_words(registry):
-    run = make_run()
+    run = make_build()
     unit = make_case(run, "checklist_anthropic_auth_key_flows_through", "pi_agent_rust::provider_unit_checklist")
     contract = make_case(run, "anthropic_simple_text", "pi_agent_rust::provider_native_contract")
     streaming = make_case(run, "anthropic::simple_text", "pi_agent_rust::provider_streaming")
@@ -356,7 +356,7 @@ def test_it_places_cases_without_properties_by_test_file_patterns_and_provider_w
 
 
 def test_it_prefers_properties_and_columns_to_name_patterns(registry):
-    run = make_run()
+    run = make_build()
     by_property = make_case(
         run, "provider_native_contract::anthropic_x", properties={"provider": "openai", "tier": "e2e"}
     )
@@ -391,7 +391,7 @@ def test_it_finds_provider_names_as_whole_words_leftmost_first():
 def test_it_follows_the_tier_rules_stored_in_the_database(registry):
     TierRule.objects.filter(tier="contract").update(patterns=["wire_contract"])
     TierRule.objects.filter(tier="unit").update(patterns=["[unclosed"])  # a bad pattern is skipped, not a crash
-    run = make_run()
+    run = make_build()
     case = make_case(run, "openai_wire_contract_shape")
     make_case(run, "openai_simple", "provider_native_contract")
     cells = cells_of("openai")
@@ -402,7 +402,7 @@ def test_it_follows_the_tier_rules_stored_in_the_database(registry):
 def test_it_computes_the_whole_grid_in_a_handful_of_queries(registry, django_assert_max_num_queries):
     for day, provider in enumerate(["anthropic", "openai", "gemini", "cohere", "azure"], start=1):
         for attempt in range(3):
-            run = make_run(f"{provider}-{attempt}", at(day, hour=attempt))
+            run = make_build(commit=f"{provider}-{attempt}", started_at=at(day, hour=attempt))
             for tier in ("unit", "contract", "conformance", "e2e"):
                 make_cases(run, provider, tier, ["passed", "failed" if attempt == 0 else "passed"])
             make_case(run, f"{provider}::simple_text", "provider_streaming")
@@ -428,8 +428,13 @@ def test_it_sends_anonymous_visitors_to_the_admin_login(client, registry):
 
 
 def test_it_draws_the_grid_with_counts_colours_and_hover_reasons(admin_client, registry):
-    make_cases(make_run("abc123", at(4)), "anthropic", "contract", ["passed", "failed", "passed", "failed", "passed"])
-    make_cases(make_run("abc123", at(4)), "anthropic", "unit", ["passed"] * 4)
+    make_cases(
+        make_build(commit="abc123", started_at=at(4)),
+        "anthropic",
+        "contract",
+        ["passed", "failed", "passed", "failed", "passed"],
+    )
+    make_cases(make_build(commit="abc123", started_at=at(4)), "anthropic", "unit", ["passed"] * 4)
     response = admin_client.get("/coverage/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -446,7 +451,7 @@ def test_it_draws_the_grid_with_counts_colours_and_hover_reasons(admin_client, r
 
 
 def test_it_shows_the_evidence_behind_a_cell(admin_client, registry):
-    run = make_run("deadbeef", at(7), branch="feature/x")
+    run = make_build(commit="deadbeef", started_at=at(7), branch="feature/x")
     make_case(
         run,
         "anthropic_tool_call",
@@ -477,7 +482,7 @@ def test_it_answers_404_for_an_unknown_provider_or_obligation(admin_client, regi
 
 def test_it_escapes_what_uploads_and_the_admin_provide(admin_client, registry):
     make_case(
-        make_run(),
+        make_build(),
         "<script>alert(1)</script>",
         "provider_native_contract",
         "failed",
@@ -499,7 +504,7 @@ def test_it_escapes_what_uploads_and_the_admin_provide(admin_client, registry):
 
 
 def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client, registry):
-    make_cases(make_run("abc123", at(4)), "anthropic", "contract", ["passed", "failed"])
+    make_cases(make_build(commit="abc123", started_at=at(4)), "anthropic", "contract", ["passed", "failed"])
     # Mounted once, in ProviderAdmin; the shorter /admin/coverage/ leads there.
     assert admin_client.get("/admin/coverage/")["Location"] == "/admin/runs_app/provider/coverage/"
     for url in ("/admin/coverage/", "/admin/runs_app/provider/coverage/"):
@@ -511,7 +516,7 @@ def test_it_puts_the_same_grid_in_the_admin_for_staff_only(client, admin_client,
         assert 'href="/coverage/anthropic/contract/"' in html
         assert client.get(url).status_code == 302
 
-    user = User.objects.create_user("viewer", password="pw-for-tests")
+    user = make_user("viewer")
     client.force_login(user)
     for url in ("/admin/coverage/", "/admin/runs_app/provider/coverage/"):
         response = client.get(url, follow=True)

@@ -8,24 +8,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from ninja.testing import TestClient
 
-from harnessweb.api import api
-from runs_app import tokens
 from scenarios_app.models import Scenario
 from scenarios_app.schemas import Scenario as ScenarioSchema
+from tests.conftest import make_client, make_token
 
 pytestmark = pytest.mark.django_db
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "scenarios_app" / "examples"
-
-
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
-def make_client(scope: str = "write") -> TestClient:
-    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
 
 
 def make_body(scenario_id: str | None = "greeting", text: str = "Hello from the harness.") -> dict[str, Any]:

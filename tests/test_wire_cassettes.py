@@ -112,7 +112,7 @@ def replay_client(sdk: Any, response: dict[str, Any]) -> Any:
     return openai.OpenAI(base_url="http://recording.invalid/v1", **kwargs)
 
 
-def test_the_only_cassettes_left_out_are_gemini_ones():
+def test_it_leaves_out_only_the_gemini_cassettes():
     covered = {p.values[0] for p in ANTHROPIC_STREAMS + OPENAI_STREAMS + ERRORS}
     left_out = sorted(set(CASSETTES) - covered)
     gemini = sorted(name for name in CASSETTES if name.startswith("gemini_"))
@@ -134,7 +134,7 @@ def test_the_only_cassettes_left_out_are_gemini_ones():
 # The SSE parser, on the recordings' own chunking
 
 
-def test_the_parser_reads_events_however_the_stream_is_cut():
+def test_it_parses_the_same_events_however_the_stream_is_cut():
     stream = (
         'event: message_start\ndata: {"type":"message_start"}\n\n'
         ": a comment\r\n"
@@ -159,7 +159,7 @@ def test_the_parser_reads_events_however_the_stream_is_cut():
 
 
 @pytest.mark.parametrize(("name", "index"), ANTHROPIC_STREAMS + OPENAI_STREAMS)
-def test_the_parser_gives_the_same_events_for_the_recorded_chunks_and_the_whole_body(name, index):
+def test_it_parses_the_same_events_from_the_recorded_chunks_and_the_whole_body(name, index):
     chunks = body_chunks(interaction_of(name, index)["response"])
     events = parse_sse(chunks)
     assert events == parse_sse([b"".join(chunks)])
@@ -289,7 +289,7 @@ def recorded_anthropic(name: str, index: int) -> tuple[list[tuple[str, dict[str,
 
 
 @pytest.mark.parametrize(("name", "index"), ANTHROPIC_STREAMS)
-def test_our_anthropic_stream_has_the_recorded_shape_and_content(claude, name, index):
+def test_it_streams_anthropic_events_of_the_recorded_shape_and_content(claude, name, index):
     recorded, content = recorded_anthropic(name, index)
     with claude.messages.with_streaming_response.create(stream=True, **claude_params(name, index)) as response:
         assert response.status_code == 200
@@ -352,7 +352,7 @@ def sdk_blocks(message: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("name", "index"), ANTHROPIC_STREAMS)
-def test_the_anthropic_sdk_reads_the_recording_and_our_stream_to_the_same_message(claude, name, index):
+def test_it_streams_what_the_anthropic_sdk_reads_to_the_same_message_as_the_recording(claude, name, index):
     _, content = recorded_anthropic(name, index)
     params = claude_params(name, index)
     with replay_client(anthropic, interaction_of(name, index)["response"]).messages.stream(**params) as stream:
@@ -464,7 +464,7 @@ def choice_chunks(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("name", "index"), OPENAI_STREAMS)
-def test_our_openai_stream_has_the_recorded_shape_and_content(oai, name, index):
+def test_it_streams_openai_chunks_of_the_recorded_shape_and_content(oai, name, index):
     recorded, content, params = recorded_openai(name, index)
     with oai.chat.completions.with_streaming_response.create(
         stream=True, stream_options={"include_usage": True}, **params
@@ -516,7 +516,7 @@ def final_snapshot(client: openai.OpenAI, params: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize(("name", "index"), OPENAI_STREAMS)
-def test_the_openai_sdk_reads_the_recording_and_our_stream_to_the_same_completion(oai, name, index):
+def test_it_streams_what_the_openai_sdk_reads_to_the_same_completion_as_the_recording(oai, name, index):
     _, content, params = recorded_openai(name, index)
     replayed = final_snapshot(replay_client(openai, interaction_of(name, index)["response"]), params)
     served = final_snapshot(oai, params)
@@ -551,7 +551,7 @@ def keys_tree(value: Any) -> Any:
 
 
 @pytest.mark.parametrize(("name", "index"), ERRORS)
-def test_our_error_body_has_the_recorded_shape(name, index):
+def test_it_answers_error_bodies_of_the_recorded_shape(name, index):
     interaction = interaction_of(name, index)
     response = interaction["response"]
     recorded = json.loads(b"".join(body_chunks(response)))

@@ -3,41 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
-from django.utils import timezone
 
-from runs_app.models import JudgeVerdict, Run, VerdictAudit, VerdictCriterion
+from runs_app.models import JudgeVerdict, VerdictAudit, VerdictCriterion
 from runs_app.review import rules as review
+from tests.conftest import make_user, make_verdict
 
 pytestmark = pytest.mark.django_db
-
-
-def make_run(**fields: Any) -> Run:
-    return Run.objects.create(
-        **{"scenario_id": "demo", "protocol": "openai", "source": "ci", "started_at": timezone.now(), **fields}
-    )
-
-
-def make_verdict(
-    criteria: list[str] | tuple[str, ...] = ("PASS", "PASS"), overall: str | None = None, **fields: Any
-) -> JudgeVerdict:
-    """A verdict whose judge answered ``criteria`` (one PASS/FAIL each); overall defaults to their conjunction."""
-    if overall is None:
-        overall = "PASS" if all(c == "PASS" for c in criteria) else "FAIL"
-    run = fields.pop("run", None) or make_run()
-    verdict = JudgeVerdict.objects.create(run=run, overall=overall, summary="s", judge_model="judge-1", **fields)
-    for position, value in enumerate(criteria, start=1):
-        VerdictCriterion.objects.create(
-            verdict=verdict, position=position, criterion=f"criterion {position}", judge_verdict=value, reason="r"
-        )
-    return verdict
-
-
-def make_user(name: str = "rev") -> User:
-    return User.objects.create_user(name, password="x", is_staff=True)
 
 
 def criterion(verdict: JudgeVerdict, position: int) -> VerdictCriterion:
@@ -52,20 +25,20 @@ def test_it_takes_the_judges_overall_when_nothing_is_overridden() -> None:
     assert review.effective_overall(make_verdict(["PASS"])) == "PASS"
 
 
-def test_a_judge_error_is_error_never_fail() -> None:
+def test_it_calls_a_judge_error_error_never_fail() -> None:
     verdict = make_verdict([], overall="", judge_error="timeout talking to the judge")
     assert review.effective_overall(verdict) == "ERROR"
     assert review.effective_overall(make_verdict(["FAIL"], overall="FAIL", judge_error="unparseable")) == "ERROR"
 
 
-def test_an_overall_override_wins() -> None:
+def test_it_lets_an_overall_override_win() -> None:
     verdict = make_verdict(["FAIL"])
     review.override(verdict, make_user(), "overall", "PASS", "the judge misread the transcript")
     assert review.effective_overall(verdict) == "PASS"
     assert verdict.overall == "FAIL"  # the judge's answer is kept
 
 
-def test_a_criterion_override_derives_the_overall_from_every_effective_criterion() -> None:
+def test_it_derives_the_overall_from_every_effective_criterion_after_a_criterion_override() -> None:
     verdict = make_verdict(["PASS", "FAIL"])
     user = make_user()
     review.override(verdict, user, "criterion:2", "PASS", "the list was there")
@@ -77,13 +50,13 @@ def test_a_criterion_override_derives_the_overall_from_every_effective_criterion
     assert criterion(verdict, 2).judge_verdict == "FAIL"
 
 
-def test_a_criterion_override_outranks_a_judge_error() -> None:
+def test_it_lets_a_criterion_override_outrank_a_judge_error() -> None:
     verdict = make_verdict(["FAIL"], overall="", judge_error="boom")
     review.override(verdict, make_user(), "criterion:1", "PASS", "checked by hand")
     assert review.effective_overall(verdict) == "PASS"
 
 
-def test_effective_criterion_prefers_the_reviewer() -> None:
+def test_it_prefers_the_reviewers_verdict_on_a_criterion_to_the_judges() -> None:
     verdict = make_verdict(["FAIL"])
     assert review.effective_criterion(criterion(verdict, 1)) == "FAIL"
     review.override(verdict, make_user(), "criterion:1", "PASS", "ok")
@@ -93,7 +66,7 @@ def test_effective_criterion_prefers_the_reviewer() -> None:
 # -- override ------------------------------------------------------------------------------------------------------
 
 
-def test_override_writes_one_audit_row_with_before_and_after_and_stamps_the_review() -> None:
+def test_it_writes_one_audit_row_per_override_with_before_and_after_and_stamps_the_review() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     row = review.override(verdict, user, "criterion:1", "pass", "  fine  ")
@@ -107,7 +80,7 @@ def test_override_writes_one_audit_row_with_before_and_after_and_stamps_the_revi
     assert (c.override_verdict, c.override_reason) == ("PASS", "fine")
 
 
-def test_override_requires_a_reason_when_setting() -> None:
+def test_it_requires_a_reason_to_set_an_override() -> None:
     verdict = make_verdict(["FAIL"])
     with pytest.raises(review.ReviewError, match="reason"):
         review.override(verdict, make_user(), "overall", "PASS", "   ")
@@ -126,14 +99,14 @@ def test_override_requires_a_reason_when_setting() -> None:
         ("overall", "", "no override on overall to clear"),
     ],
 )
-def test_override_refuses_bad_input(target: str, value: str, message: str) -> None:
+def test_it_refuses_an_override_of_bad_input(target: str, value: str, message: str) -> None:
     verdict = make_verdict(["FAIL"])
     with pytest.raises(review.ReviewError, match=message):
         review.override(verdict, make_user(), target, value, "because")
     assert not VerdictAudit.objects.exists()
 
 
-def test_override_refuses_a_change_that_changes_nothing() -> None:
+def test_it_refuses_an_override_that_changes_nothing() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     review.override(verdict, user, "overall", "PASS", "same")
@@ -143,7 +116,7 @@ def test_override_refuses_a_change_that_changes_nothing() -> None:
     assert VerdictAudit.objects.count() == 2
 
 
-def test_clearing_an_override_returns_to_the_judge_and_is_audited() -> None:
+def test_it_returns_to_the_judge_when_an_override_is_cleared_and_audits_it() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     review.override(verdict, user, "overall", "PASS", "looks right")
@@ -153,7 +126,7 @@ def test_clearing_an_override_returns_to_the_judge_and_is_audited() -> None:
     assert row.before["verdict"] == "PASS" and row.after["verdict"] == ""
 
 
-def test_override_refreshes_prefetched_criteria_on_the_callers_instance() -> None:
+def test_it_refreshes_prefetched_criteria_on_the_callers_instance_after_an_override() -> None:
     make_verdict(["FAIL"])
     verdict = JudgeVerdict.objects.prefetch_related("criteria").get()
     assert review.effective_overall(verdict) == "FAIL"
@@ -164,7 +137,7 @@ def test_override_refreshes_prefetched_criteria_on_the_callers_instance() -> Non
 # -- mark reviewed -------------------------------------------------------------------------------------------------
 
 
-def test_mark_reviewed_accepts_the_judge_and_is_audited() -> None:
+def test_it_accepts_the_judge_when_marked_reviewed_and_audits_it() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     assert review.review_state(verdict) == review.UNREVIEWED
@@ -179,7 +152,7 @@ def test_mark_reviewed_accepts_the_judge_and_is_audited() -> None:
 # -- undo ----------------------------------------------------------------------------------------------------------
 
 
-def test_undo_restores_the_before_state_and_is_audited() -> None:
+def test_it_undoes_a_change_to_its_before_state_and_audits_it() -> None:
     verdict = make_verdict(["PASS", "FAIL"])
     user, other = make_user(), make_user("other")
     change = review.override(verdict, user, "criterion:2", "PASS", "fine")
@@ -194,7 +167,7 @@ def test_undo_restores_the_before_state_and_is_audited() -> None:
     assert review.effective_overall(verdict) == "FAIL"
 
 
-def test_undo_of_an_undo_redoes() -> None:
+def test_it_redoes_a_change_when_its_undo_is_undone() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     change = review.override(verdict, user, "overall", "PASS", "fine")
@@ -205,7 +178,7 @@ def test_undo_of_an_undo_redoes() -> None:
     assert verdict.reviewed_by == user
 
 
-def test_undo_is_refused_when_the_change_is_no_longer_current() -> None:
+def test_it_refuses_to_undo_a_change_that_is_no_longer_current() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     first = review.override(verdict, user, "overall", "PASS", "fine")
@@ -218,7 +191,7 @@ def test_undo_is_refused_when_the_change_is_no_longer_current() -> None:
     assert not review.is_current(first)
 
 
-def test_undo_twice_is_refused() -> None:
+def test_it_refuses_to_undo_a_change_twice() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     change = review.override(verdict, user, "overall", "PASS", "fine")
@@ -227,7 +200,7 @@ def test_undo_twice_is_refused() -> None:
         review.undo(change, user)
 
 
-def test_undo_keeps_a_later_review_stamp() -> None:
+def test_it_keeps_a_later_review_stamp_on_undo() -> None:
     verdict = make_verdict(["FAIL", "FAIL"])
     user, other = make_user(), make_user("other")
     first = review.override(verdict, user, "criterion:1", "PASS", "ok")
@@ -239,7 +212,7 @@ def test_undo_keeps_a_later_review_stamp() -> None:
     assert review.review_state(verdict) == review.OVERRIDDEN
 
 
-def test_undo_of_mark_reviewed_returns_the_verdict_to_unreviewed() -> None:
+def test_it_returns_a_verdict_to_unreviewed_when_marking_it_reviewed_is_undone() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     accepted = review.mark_reviewed(verdict, user)
@@ -251,7 +224,7 @@ def test_undo_of_mark_reviewed_returns_the_verdict_to_unreviewed() -> None:
     assert list(JudgeVerdict.objects.review_queue()) == [verdict]
 
 
-def test_undo_of_mark_reviewed_is_refused_after_a_later_stamp() -> None:
+def test_it_refuses_to_undo_marking_reviewed_after_a_later_stamp() -> None:
     verdict = make_verdict(["FAIL"])
     user = make_user()
     accepted = review.mark_reviewed(verdict, user)
@@ -260,7 +233,7 @@ def test_undo_of_mark_reviewed_is_refused_after_a_later_stamp() -> None:
         review.undo(accepted, user)
 
 
-def test_undo_restores_no_reviewer_whose_account_is_gone() -> None:
+def test_it_restores_no_reviewer_whose_account_is_gone_on_undo() -> None:
     verdict = make_verdict(["FAIL"])
     gone, user = make_user("gone"), make_user()
     review.mark_reviewed(verdict, gone)
@@ -277,7 +250,7 @@ def test_undo_restores_no_reviewer_whose_account_is_gone() -> None:
 # -- the SQL filters agree with the Python rules ----------------------------------------------------------------
 
 
-def test_filters_agree_with_effective_overall_and_review_state() -> None:
+def test_it_filters_in_sql_as_the_effective_overall_and_review_state_rules_say() -> None:
     user = make_user()
     verdicts = []
     for judge, overall_override, criterion_override, reviewed, error in itertools.product(
@@ -303,7 +276,7 @@ def test_filters_agree_with_effective_overall_and_review_state() -> None:
     assert set(base.judge_failed(errored=False).values_list("pk", flat=True)) == {v.pk for v in verdicts} - errored
 
 
-def test_the_queue_holds_unreviewed_effective_fails_oldest_first() -> None:
+def test_it_queues_unreviewed_effective_fails_oldest_first() -> None:
     user = make_user()
     old_fail = make_verdict(["FAIL"])
     passing = make_verdict(["PASS"])

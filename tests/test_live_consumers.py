@@ -11,25 +11,16 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
 from harnessweb.routing import websocket_urlpatterns
 from runs_app.endpoint.recorder import RUNS_GROUP, event_payload, group_name
 from runs_app.models import Run, RunEvent
+from tests.conftest import make_run, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
-
-
-def make_user(username: str = "watcher") -> User:
-    return User.objects.create_user(username, password="watcher-password")
-
-
-def make_run(**fields: Any) -> Run:
-    defaults = {"scenario_id": "live-one", "protocol": "openai", "status": "running", "started_at": timezone.now()}
-    return Run.objects.create(**{**defaults, **fields})
 
 
 def make_event(run: Run, seq: int, kind: str, turn: int | None = 1, **data: Any) -> RunEvent:

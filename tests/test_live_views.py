@@ -10,21 +10,20 @@ import pytest
 from django.utils import timezone
 
 from runs_app.models import Run, RunEvent
-from tests.conftest import make_scenario
+from tests.conftest import make_run, make_scenario
 
 pytestmark = pytest.mark.django_db
 
 
-def make_run(**fields: Any) -> Run:
+def make_played_run(**fields: Any) -> Run:
+    """A run the endpoint played: scenario weather, turn 1 served, passed, started 5 s ago."""
     defaults = {
         "scenario_id": "weather",
-        "protocol": "openai",
-        "source": "endpoint",
         "status": "passed",
         "started_at": timezone.now() - dt.timedelta(seconds=5),
         "turns_served": [1],
     }
-    return Run.objects.create(**{**defaults, **fields})
+    return make_run(**{**defaults, **fields})
 
 
 def make_events(run: Run, *events: tuple[str, int | None, dict[str, Any]], step_ms: int = 100) -> list[RunEvent]:
@@ -89,9 +88,9 @@ def test_it_sends_anonymous_visitors_to_log_in(client, path):
 
 def test_it_lists_runs_newest_first(admin_client):
     now = timezone.now()
-    make_run(scenario_id="older", started_at=now - dt.timedelta(hours=2))
-    make_run(scenario_id="newest", started_at=now)
-    make_run(scenario_id="middle", started_at=now - dt.timedelta(hours=1))
+    make_played_run(scenario_id="older", started_at=now - dt.timedelta(hours=2))
+    make_played_run(scenario_id="newest", started_at=now)
+    make_played_run(scenario_id="middle", started_at=now - dt.timedelta(hours=1))
     response = admin_client.get("/runs/")
     assert response.status_code == 200
     assert rows_of(response) == ["newest", "middle", "older"]
@@ -112,27 +111,29 @@ def test_it_lists_runs_newest_first(admin_client):
 )
 def test_it_filters_runs(admin_client, query, expected):
     now = timezone.now()
-    make_run(scenario_id="weather", started_at=now - dt.timedelta(minutes=5))
-    make_run(scenario_id="refund", started_at=now - dt.timedelta(minutes=4))
-    make_run(scenario_id="weather-failed", status="failed", started_at=now - dt.timedelta(minutes=3))
-    make_run(
+    make_played_run(scenario_id="weather", started_at=now - dt.timedelta(minutes=5))
+    make_played_run(scenario_id="refund", started_at=now - dt.timedelta(minutes=4))
+    make_played_run(scenario_id="weather-failed", status="failed", started_at=now - dt.timedelta(minutes=3))
+    make_played_run(
         scenario_id="anthropic-one", protocol="anthropic", status="running", started_at=now - dt.timedelta(minutes=2)
     )
-    make_run(scenario_id="from-ci", source="ci", status="running", started_at=now - dt.timedelta(minutes=1))
-    make_run(scenario_id="on-march-first", status="errored", started_at=dt.datetime(2024, 3, 1, 12, tzinfo=dt.UTC))
+    make_played_run(scenario_id="from-ci", source="ci", status="running", started_at=now - dt.timedelta(minutes=1))
+    make_played_run(
+        scenario_id="on-march-first", status="errored", started_at=dt.datetime(2024, 3, 1, 12, tzinfo=dt.UTC)
+    )
     response = admin_client.get(f"/runs/?{query}")
     assert rows_of(response) == expected
 
 
 def test_it_ignores_a_date_that_does_not_parse(admin_client):
-    make_run()
+    make_played_run()
     response = admin_client.get("/runs/?date=yesterday")
     assert response.status_code == 200
     assert rows_of(response) == ["weather"]
 
 
 def test_it_answers_an_htmx_filter_with_the_table_alone_and_a_socket_that_knows_the_filters(admin_client):
-    make_run(scenario_id="refund", status="failed")
+    make_played_run(scenario_id="refund", status="failed")
     response = admin_client.get("/runs/?status=failed&protocol=openai", headers={"HX-Request": "true"})
     html = response.content.decode()
     assert "<html" not in html
@@ -149,8 +150,8 @@ def test_it_gives_a_history_restore_the_whole_page(admin_client):
 def test_it_paginates_and_keeps_the_filters_in_the_pager(admin_client):
     now = timezone.now()
     for i in range(30):
-        make_run(scenario_id=f"run-{i:02}", status="failed", started_at=now - dt.timedelta(seconds=i))
-    make_run(scenario_id="passed-one")
+        make_played_run(scenario_id=f"run-{i:02}", status="failed", started_at=now - dt.timedelta(seconds=i))
+    make_played_run(scenario_id="passed-one")
     first = admin_client.get("/runs/?status=failed")
     assert rows_of(first) == [f"run-{i:02}" for i in range(25)]
     assert first.context["next_query"] == "status=failed&page=2"
@@ -172,7 +173,7 @@ def test_it_says_so_when_no_run_matches(admin_client):
 
 
 def make_run_with_every_event_kind() -> Run:
-    run = make_run(
+    run = make_played_run(
         status="failed",
         status_reason="Expected temperature 0.2 but received 0.9",
         finished_at=timezone.now(),
@@ -260,7 +261,7 @@ def test_it_shows_a_finished_run_from_the_database_with_every_event_kind(admin_c
 
 
 def test_it_shows_the_request_and_the_response_side_by_side_with_collapsible_json(admin_client):
-    run = make_run()
+    run = make_played_run()
     messages = [
         {"role": "system", "content": "You are a weather assistant"},
         {"role": "user", "content": "weather"},
@@ -284,7 +285,7 @@ def test_it_shows_the_request_and_the_response_side_by_side_with_collapsible_jso
 
 
 def test_it_reads_an_anthropic_request(admin_client):
-    run = make_run(protocol="anthropic")
+    run = make_played_run(protocol="anthropic")
     body = {
         "model": "claude-test",
         "max_tokens": 256,
@@ -324,7 +325,7 @@ def test_it_puts_the_scenario_expectations_beside_what_came(admin_client):
         ],
         system_prompt_must_include=["You are a weather assistant", "Answer in French"],
     )
-    run = make_run(scenario_id="strict", started_at=timezone.now() + dt.timedelta(seconds=1))
+    run = make_played_run(scenario_id="strict", started_at=timezone.now() + dt.timedelta(seconds=1))
     messages = [{"role": "system", "content": "You are a weather assistant."}, {"role": "user", "content": "strict"}]
     tools = [{"type": "function", "function": {"name": "get_time", "parameters": {}}}]
     make_events(run, make_request(1, messages, tools=tools, temperature=0.7, top_p=0.9))
@@ -348,7 +349,7 @@ def test_it_says_when_the_scenario_changed_since_the_run(admin_client):
     make_scenario(
         "edited", [{"turn": 1, "expected_temperature": 0.5, "response": {"kind": "text", "assistant_text": "a"}}]
     )
-    run = make_run(scenario_id="edited", started_at=timezone.now() - dt.timedelta(minutes=5))
+    run = make_played_run(scenario_id="edited", started_at=timezone.now() - dt.timedelta(minutes=5))
     make_events(run, make_request(1, temperature=0.5), make_request(2))
     html = admin_client.get(f"/runs/{run.id}/").content.decode()
     assert "Scenario edited has changed since this run" in html
@@ -356,13 +357,13 @@ def test_it_says_when_the_scenario_changed_since_the_run(admin_client):
 
 
 def test_it_says_when_the_scenario_no_longer_exists(admin_client):
-    run = make_run(scenario_id="deleted-one")
+    run = make_played_run(scenario_id="deleted-one")
     make_events(run, make_request(1))
     assert b"Scenario deleted-one no longer exists" in admin_client.get(f"/runs/{run.id}/").content
 
 
 def test_it_escapes_markup_in_what_was_recorded(admin_client):
-    run = make_run(scenario_id="<b>scenario</b>", status_reason="<img src=x onerror=alert(2)>", status="failed")
+    run = make_played_run(scenario_id="<b>scenario</b>", status_reason="<img src=x onerror=alert(2)>", status="failed")
     hostile = "<script>alert(1)</script>"
     make_events(
         run,
@@ -390,7 +391,7 @@ def test_it_404s_an_unknown_run_unless_asked_to_wait_for_it(admin_client):
 
 
 def test_it_flags_a_client_that_went_on_after_a_dropped_stream(admin_client):
-    run = make_run(scenario_id="flaky", turns_served=[2])
+    run = make_played_run(scenario_id="flaky", turns_served=[2])
     make_events(
         run,
         make_request(1),
@@ -412,7 +413,7 @@ def test_it_flags_a_client_that_went_on_after_a_dropped_stream(admin_client):
 
 
 def test_it_shows_retry_waits_against_the_advice(admin_client):
-    run = make_run(scenario_id="limited")
+    run = make_played_run(scenario_id="limited")
     failure = {"status": "rate_limit", "message": "slow", "attempt": 1, "of": 1, "retryable": True}
     make_events(
         run,
@@ -429,7 +430,7 @@ def test_it_shows_retry_waits_against_the_advice(admin_client):
 
 
 def test_it_shows_a_ci_run_without_events(admin_client):
-    run = make_run(
+    run = make_played_run(
         source="ci",
         scenario_id="",
         name="nightly",
@@ -446,7 +447,7 @@ def test_it_shows_a_ci_run_without_events(admin_client):
 
 
 def test_it_shows_a_request_of_odd_shapes_without_failing(admin_client):
-    run = make_run()
+    run = make_played_run()
     messages = [
         {"role": "assistant", "content": None, "tool_calls": 5},
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}, "loose string"]},

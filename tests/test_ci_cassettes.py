@@ -11,21 +11,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.datastructures import MultiValueDict
 from ninja.testing import TestClient
 
-from harnessweb.api import api
-from runs_app import tokens
 from runs_app.ci.cassettes import parse_cassette_name
 from runs_app.models import Cassette, Provider
-from tests.conftest import VCR_DIR
+from tests.conftest import VCR_DIR, make_client, make_token
 
 pytestmark = pytest.mark.django_db
-
-
-def make_token(scope: str = "write") -> str:
-    return tokens.issue(f"test-{scope}", scope)[1]
-
-
-def make_client(scope: str = "write") -> TestClient:
-    return TestClient(api, headers={"Authorization": f"Bearer {make_token(scope)}"})
 
 
 def make_cassette(name: str = "anthropic_simple_text.json") -> bytes:

@@ -14,7 +14,7 @@ from tests.conftest import log_in, make_scenario, screenshot_path, wait_for
 ANSWER = " ".join(f"word{i}" for i in range(40))
 
 
-def make_client(server: Any) -> openai.OpenAI:
+def make_openai_client(server: Any) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=f"sk-test-{uuid.uuid4().hex}", max_retries=0, timeout=30)
 
 
@@ -62,7 +62,7 @@ def test_it_shows_the_answer_growing_on_a_live_run_page(browser, paced_server, t
     page.goto(f"{paced_server.url}/runs/{run_id}/?live=1")  # before the run exists
     page.wait_for_selector('[data-live-state="open"]')
 
-    thread, result = stream_in_background(make_client(paced_server), "typing-demo", run_id, temperature=0.3)
+    thread, result = stream_in_background(make_openai_client(paced_server), "typing-demo", run_id, temperature=0.3)
 
     def streamed() -> int:
         return len(page.inner_text("#turn-1-live")) if page.locator("#turn-1-live").count() else 0
@@ -95,7 +95,7 @@ def test_it_shows_a_new_run_on_the_list_without_reload(browser, paced_server, tr
     page.evaluate("window.notReloaded = true")
     run_id = uuid.uuid4()
 
-    thread, result = stream_in_background(make_client(paced_server), "list-demo", run_id)
+    thread, result = stream_in_background(make_openai_client(paced_server), "list-demo", run_id)
     thread.join(30)
     assert result["text"] == "Listed."
     row = page.wait_for_selector(f"#run-row-{run_id}", timeout=10_000)
@@ -115,7 +115,7 @@ def test_it_shows_a_new_run_on_the_list_without_reload(browser, paced_server, tr
     page.wait_for_selector(f"#run-row-{run_id}")
     page.wait_for_selector('[data-live-state="open"]')
     later = uuid.uuid4()
-    thread, _ = stream_in_background(make_client(paced_server), "list-demo", later)
+    thread, _ = stream_in_background(make_openai_client(paced_server), "list-demo", later)
     thread.join(30)
     page.wait_for_selector(f"#run-row-{later} .badge.passed", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
