@@ -49,6 +49,9 @@ class ChatRequest:
     reasoning_enabled: bool = False
     stream: bool = False
     include_usage: bool = False
+    # The id of an earlier answer whose conversation this request continues (the Responses API's
+    # previous_response_id); the endpoint puts that conversation before ``messages``.
+    continues: str = ""
 
     @property
     def turn(self) -> int:

@@ -284,6 +284,44 @@ def test_it_shows_the_request_and_the_response_side_by_side_with_collapsible_jso
     assert "<details><summary>Response summary (JSON)</summary>" in response
 
 
+def test_it_reads_a_responses_api_request(admin_client):
+    run = make_played_run(protocol="responses")
+    body = {
+        "model": "gpt-test",
+        "instructions": "You are a weather assistant",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "weather"}]},
+            {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": '{"city":"Paris"}'},
+            {"type": "function_call_output", "call_id": "call_9", "output": "sunny"},
+        ],
+        "tools": [{"type": "function", "name": "lookup", "description": "Look the weather up", "parameters": {}}],
+        "store": True,
+    }
+    data = {"method": "POST", "path": "/v1/responses", "headers": {}, "body": body}
+    make_events(run, ("request", 2, data))
+    html = admin_client.get(f"/runs/{run.id}/").content.decode()
+    request = html[html.index('id="turn-2-request"') : html.index('id="turn-2-live"')]
+    for shown in (
+        "You are a weather assistant",
+        "weather",
+        "lookup",
+        "Paris",
+        "sunny",
+        "call_9",
+        "Look the weather up",
+    ):
+        assert shown in request
+    assert "store" in request
+
+
+def test_it_reads_a_legacy_completions_prompt(admin_client):
+    run = make_played_run(protocol="completions")
+    body = {"model": "gpt-3.5-turbo-instruct", "prompt": "Say this is a test", "max_tokens": 7}
+    make_events(run, ("request", 1, {"method": "POST", "path": "/v1/completions", "headers": {}, "body": body}))
+    request = admin_client.get(f"/runs/{run.id}/").content.decode()
+    assert "Say this is a test" in request and "max_tokens" in request
+
+
 def test_it_reads_an_anthropic_request(admin_client):
     run = make_played_run(protocol="anthropic")
     body = {

@@ -21,14 +21,14 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app.endpoint import routes
+from runs_app.endpoint import conversations, routes
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
 from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, ScenarioNotFound
 from scenarios_app.playback import decide
-from scenarios_app.wire import anthropic, embeddings, openai
+from scenarios_app.wire import anthropic, embeddings, openai, responses
 from scenarios_app.wire.common import Encoded, Piece, WireError
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,11 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.models()
         if route.kind == "model":
             return await self.reply(self._listing_wire().encode_model(route.param))
+        if route.kind == "kept_response":
+            kept = await conversations.kept_response(route.param)
+            if kept is None:
+                return await self.reply(self._error(404, f"Response with id '{route.param}' not found."))
+            return await self.reply(responses.encode_object(kept))
         try:
             payload = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -205,6 +210,12 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             explicit = self._run_header()
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
+        if request.continues:
+            full = await conversations.continued(request)
+            if full is None:
+                message = f"Previous response with id '{request.continues}' not found."
+                return await self.reply(self._error(400, message, "previous_response_id"))
+            request = full
         await self.play(request, explicit, payload)
 
     def _listing_wire(self) -> ModuleType:
@@ -290,6 +301,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
         reply = decision.reply
         encoded = self.protocol.encode_reply(reply, request)
+        if self.protocol.KEEPS_CONVERSATIONS:
+            # Before the first byte: a client may continue from this answer as soon as it has read it.
+            await conversations.remember(self.protocol, request, reply)
         await self.reply(encoded, interval_ms=reply.interval_ms if request.stream else 0)
         run = self.run
         assert run is not None

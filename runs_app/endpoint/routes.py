@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from scenarios_app import wire
-from scenarios_app.wire import anthropic, openai
+from scenarios_app.wire import anthropic, openai, responses
 
 PREFIXES = ("/v1/", "/v1beta/")
 
@@ -21,8 +21,8 @@ PREFIXES = ("/v1/", "/v1beta/")
 @dataclass(frozen=True)
 class Route:
     """``kind`` says what answers (``play``: a protocol plays the engine; ``models``, ``model``, ``count_tokens``,
-    ``embeddings``: small endpoints); ``wire`` is the protocol whose format the answer and its errors take;
-    ``param`` what the path names (a model id)."""
+    ``embeddings``, ``kept_response``: small endpoints); ``wire`` is the protocol whose format the answer and its
+    errors take; ``param`` what the path names (a model or response id)."""
 
     kind: str
     wire: ModuleType
@@ -43,6 +43,7 @@ _TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
     ("POST", re.escape("/v1/embeddings"), "embeddings", openai),
     ("GET", re.escape("/v1/models"), "models", None),
     ("GET", r"/v1/models/(?P<param>[^/]+)", "model", None),
+    ("GET", r"/v1/responses/(?P<param>[^/]+)", "kept_response", responses),
 )
 SERVED = tuple(
     f"{method} {pattern.replace('(?P<param>[^/]+)', '{id}').replace(chr(92), '')}" for method, pattern, *_ in _TABLE

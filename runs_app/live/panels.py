@@ -147,6 +147,20 @@ def _arguments(raw: Any) -> str:
 def _message(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return {"role": "?", "parts": [{"kind": "other", "title": "", "text": pretty_json(raw)}]}
+    kind = raw.get("type")
+    # Responses API input items that are not messages: an earlier answer's function call, a tool's output.
+    if kind == "function_call":
+        call = {"kind": "tool_call", "title": str(raw.get("name", "")), "text": _arguments(raw.get("arguments"))}
+        return {"role": "assistant", "parts": [call]}
+    if kind == "function_call_output":
+        output = raw.get("output")
+        text = output if isinstance(output, str) else "\n".join(p["text"] for p in _parts(output))
+        return {"role": "tool", "parts": [{"kind": "tool_result", "title": str(raw.get("call_id", "")), "text": text}]}
+    if kind not in (None, "message"):
+        return {
+            "role": str(raw.get("role", "assistant")),
+            "parts": [{"kind": "other", "title": str(kind), "text": pretty_json(raw)}],
+        }
     parts = _parts(raw.get("content"))
     calls = raw.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
@@ -165,7 +179,7 @@ def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
     for raw in body.get("tools") or []:
         if not isinstance(raw, dict):
             continue
-        spec = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+        spec = raw.get("function") if isinstance(raw.get("function"), dict) else raw  # Chat Completions nests it
         schema = spec.get("parameters", spec.get("input_schema"))
         tools.append(
             {
@@ -186,10 +200,22 @@ def request_panel(event: RunEvent) -> dict[str, Any]:
     data = event.data or {}
     body = data.get("body") if isinstance(data.get("body"), dict) else {}
     raw_messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+    # The Responses API sends ``input`` (a string or items), legacy completions a ``prompt``.
+    conversation = body.get("input", body.get("prompt"))
+    if isinstance(conversation, str):
+        raw_messages = [{"role": "user", "content": conversation}]
+    elif isinstance(conversation, list) and not raw_messages:
+        raw_messages = (
+            conversation
+            if all(isinstance(m, dict) for m in conversation)
+            else [{"role": "user", "content": conversation}]
+        )
     messages = [_message(m) for m in raw_messages]
-    if "system" in body:  # Anthropic keeps the system prompt beside the messages
-        messages.insert(0, {"role": "system", "parts": _parts(body["system"])})
-    skip = {"messages", "tools", "system"}
+    # Anthropic keeps the system prompt beside the messages, the Responses API in ``instructions``.
+    for key in ("system", "instructions"):
+        if body.get(key):
+            messages.insert(0, {"role": "system", "parts": _parts(body[key])})
+    skip = {"messages", "tools", "system", "input", "prompt", "instructions"}
     return {
         "seq": event.seq,
         "path": data.get("path", ""),

@@ -1,8 +1,12 @@
 """The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser (JSON
 body → :class:`~scenarios_app.exchange.ChatRequest`) and encoders (:class:`~scenarios_app.exchange.Reply`, a failure
-or an error → the exact bytes). Each names itself with ``PROTOCOL``, ``LABEL``, the ``PATH`` it is served at and the
-``REQUEST_ID_HEADER`` its responses carry, and offers the same functions with the same arguments: ``parse_request``,
-``encode_reply``, ``encode_failure``, ``encode_error``, ``encode_models`` and ``malformed``.
+or an error → the exact bytes).
+
+Each names itself with ``PROTOCOL``, ``LABEL``, the ``PATH`` it is served at and the ``REQUEST_ID_HEADER`` its
+responses carry, and offers the same functions with the same arguments: ``parse_request``, ``encode_reply``,
+``encode_failure``, ``encode_error``, ``encode_model``, ``encode_models`` and ``malformed``. One that
+``KEEPS_CONVERSATIONS`` (clients refer back to an answer by its id) also offers ``answer_id`` and
+``response_object``.
 
 A new protocol is one more module here, listed in ``WIRES``.
 """
@@ -11,8 +15,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from scenarios_app.wire import anthropic, completions, openai
+from scenarios_app.wire import anthropic, completions, openai, responses
 
-WIRES: tuple[ModuleType, ...] = (openai, anthropic, completions)
+WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions)
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 BY_PATH: dict[str, ModuleType] = {wire.PATH: wire for wire in WIRES}

@@ -33,6 +33,7 @@ from scenarios_app.wire.common import (
 
 PROTOCOL = "anthropic"
 LABEL = "Anthropic Messages"
+KEEPS_CONVERSATIONS = False
 PATH = "/v1/messages"
 REQUEST_ID_HEADER = b"request-id"
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
