@@ -98,7 +98,8 @@ class AttemptCounter(models.Model):
 
 class KeptAnswer(models.Model):
     """An answer a client may refer back to by its id (the Responses API's ``previous_response_id`` and
-    ``GET /v1/responses/{id}``): the conversation up to and including it, and the response object as sent.
+    ``GET /v1/responses/{id}``, an Anthropic message thread's ``previous_message_id``): the conversation up to and
+    including it, and the response object as sent.
 
     Written before the answer is sent, so a client that continues at once always finds it, from any worker. The
     id comes from the conversation, so the same conversation replayed writes the same row again.
@@ -106,7 +107,8 @@ class KeptAnswer(models.Model):
 
     id = models.CharField(primary_key=True, max_length=100)
     protocol = models.CharField(max_length=20)
-    conversation = models.JSONField(default=list)  # [[role, text], …]
+    # {"system": str, "tools": [name, …], "messages": [[role, text], …]}, this answer last.
+    conversation = models.JSONField(default=dict)
     response = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now=True)
 

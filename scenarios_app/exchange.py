@@ -49,8 +49,11 @@ class ChatRequest:
     reasoning_enabled: bool = False
     stream: bool = False
     include_usage: bool = False
-    # The id of an earlier answer whose conversation this request continues (the Responses API's
-    # previous_response_id); the endpoint puts that conversation before ``messages``.
+    # The client may refer back to this answer by its id (a stored response, a message thread): the endpoint keeps
+    # its conversation, and gives it an id of its own conversation.
+    keep: bool = False
+    # The id of an earlier kept answer whose conversation this request continues (previous_response_id, a thread's
+    # previous_message_id); the endpoint puts that conversation before ``messages``.
     continues: str = ""
 
     @property
@@ -186,3 +189,11 @@ def sanitize_tool_name(name: str) -> str:
 def prompt_words(request: ChatRequest) -> int:
     """The words of a request's system prompt and messages: the deterministic token count of a prompt."""
     return sum(len(text.split()) for text in (request.system, *(m.text for m in request.messages)))
+
+
+def conversation_seed(request: ChatRequest) -> str:
+    """A digest of a request's whole conversation (model, system prompt, tools, messages): the ids of an answer a
+    client may refer back to come from it, so two conversations never share one."""
+    parts = [request.model, request.system, "\x1d".join(request.tools)]
+    parts += [f"{m.role}\x1f{m.text}" for m in request.messages]
+    return short_id("\x1e".join(parts), 32)

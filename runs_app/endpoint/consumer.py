@@ -193,7 +193,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if route.kind == "model":
             return await self.reply(self._listing_wire().encode_model(route.param))
         if route.kind == "kept_response":
-            kept = await conversations.kept_response(route.param)
+            kept = await conversations.kept_response(route.param, responses.PROTOCOL)
             if kept is None:
                 return await self.reply(self._error(404, f"Response with id '{route.param}' not found."))
             return await self.reply(responses.encode_object(kept))
@@ -211,10 +211,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
         if request.continues:
-            full = await conversations.continued(request)
+            full = await conversations.continued(self.protocol, request)
             if full is None:
-                message = f"Previous response with id '{request.continues}' not found."
-                return await self.reply(self._error(400, message, "previous_response_id"))
+                return await self.reply(self.protocol.encode_unknown_answer(request.continues, self.request_id))
             request = full
         await self.play(request, explicit, payload)
 
@@ -300,10 +299,11 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
         reply = decision.reply
-        encoded = self.protocol.encode_reply(reply, request)
-        if self.protocol.KEEPS_CONVERSATIONS:
+        if request.keep:
+            reply = conversations.own_reply(request, reply)
             # Before the first byte: a client may continue from this answer as soon as it has read it.
             await conversations.remember(self.protocol, request, reply)
+        encoded = self.protocol.encode_reply(reply, request)
         await self.reply(encoded, interval_ms=reply.interval_ms if request.stream else 0)
         run = self.run
         assert run is not None

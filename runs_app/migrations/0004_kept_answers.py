@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.CharField(max_length=100, primary_key=True, serialize=False)),
                 ('protocol', models.CharField(max_length=20)),
-                ('conversation', models.JSONField(default=list)),
+                ('conversation', models.JSONField(default=dict)),
                 ('response', models.JSONField(default=dict)),
                 ('created_at', models.DateTimeField(auto_now=True)),
             ],

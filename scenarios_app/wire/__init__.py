@@ -4,9 +4,9 @@ or an error → the exact bytes).
 
 Each names itself with ``PROTOCOL``, ``LABEL``, the ``PATH`` it is served at and the ``REQUEST_ID_HEADER`` its
 responses carry, and offers the same functions with the same arguments: ``parse_request``, ``encode_reply``,
-``encode_failure``, ``encode_error``, ``encode_model``, ``encode_models`` and ``malformed``. One that
-``KEEPS_CONVERSATIONS`` (clients refer back to an answer by its id) also offers ``answer_id`` and
-``response_object``.
+``encode_failure``, ``encode_error``, ``encode_model``, ``encode_models`` and ``malformed``. One whose requests can
+ask for their answer to be kept (``ChatRequest.keep``: clients refer back to it by id) also offers ``answer_id``,
+``response_object``, ``continued`` and ``encode_unknown_answer``.
 
 A new protocol is one more module here, listed in ``WIRES``.
 """

@@ -8,6 +8,7 @@ starting with an empty one), ``content_block_stop``, then ``message_delta`` with
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -33,7 +34,6 @@ from scenarios_app.wire.common import (
 
 PROTOCOL = "anthropic"
 LABEL = "Anthropic Messages"
-KEEPS_CONVERSATIONS = False
 PATH = "/v1/messages"
 REQUEST_ID_HEADER = b"request-id"
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
@@ -49,8 +49,10 @@ def parse_request(body: Any) -> ChatRequest:
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
         raise WireError("max_tokens: Field required (an integer)", "max_tokens")
+    keep, continues = _thread(body.get("thread"))
     raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
+    # A thread's continuation sends only what the server lacks, which may be nothing (after a pause_turn).
+    if not isinstance(raw_messages, list) or (not raw_messages and not continues):
         raise WireError("messages: at least one message is required", "messages")
     messages = [_parse_message(raw, i) for i, raw in enumerate(raw_messages)]
     system = text_of(body.get("system"), "system", index_format="{}.{}")
@@ -75,7 +77,24 @@ def parse_request(body: Any) -> ChatRequest:
         top_p=number_or_none(body, "top_p"),
         reasoning_enabled=bool(thinking) and thinking.get("type") in ("enabled", "adaptive"),
         stream=bool_field(body, "stream"),
+        keep=keep,
+        continues=continues,
     )
+
+
+def _thread(raw: Any) -> tuple[bool, str]:
+    """A message thread (beta ``message-threads-2026-08-12``): ``{"type": "create"}`` keeps this answer's
+    conversation, ``{"type": "continue", "previous_message_id"}`` continues one (and keeps the answer too)."""
+    if raw is None:
+        return False, ""
+    if not isinstance(raw, dict) or raw.get("type") not in ("create", "continue"):
+        raise WireError("thread: Input should be {'type': 'create'} or {'type': 'continue', …}", "thread")
+    if raw["type"] == "create":
+        return True, ""
+    previous = raw.get("previous_message_id")
+    if not isinstance(previous, str) or not previous:
+        raise WireError("thread.previous_message_id: Field required", "thread.previous_message_id")
+    return True, previous
 
 
 def _parse_message(raw: Any, i: int) -> Message:
@@ -247,6 +266,38 @@ def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     if request.stream:
         return encode_stream(reply, request.model)
     return encode_message(reply, request.model)
+
+
+# -- message threads: answers a later request continues by id --------------------------------------------------------
+
+
+def answer_id(request: ChatRequest, reply: Reply) -> str:
+    """The message's id, which a thread's next request names in ``previous_message_id``."""
+    return _message_id(reply)
+
+
+def response_object(request: ChatRequest, reply: Reply) -> dict[str, Any]:
+    """The message object, as a non-streamed request gets it."""
+    return orjson.loads(encode_message(reply, request.model).body)
+
+
+def continued(request: ChatRequest, earlier: ChatRequest) -> ChatRequest:
+    """The request after the thread's conversation. The server takes ``system`` and ``tools`` from the thread (the
+    SDK sends them only when it creates one): a continuation that sends them anyway has its own."""
+    return replace(
+        request,
+        system=request.system or earlier.system,
+        tools=request.tools or earlier.tools,
+        messages=(*earlier.messages, *request.messages),
+    )
+
+
+def encode_unknown_answer(answer_id: str, request_id: str = "") -> Encoded:
+    """The answer to a thread continued from a message the server does not hold: ``thread_not_found``, on which the
+    SDK sends the whole history again under a new thread."""
+    details = {"error_code": "thread_not_found", "previous_message_id": answer_id}
+    message = f"thread.previous_message_id: no thread holds message '{answer_id}'"
+    return encode_error(400, message, extra={"details": details}, request_id=request_id)
 
 
 _ERROR_TYPES = {

@@ -36,7 +36,6 @@ from scenarios_app.wire.openai import (
 
 PROTOCOL = "completions"
 LABEL = "OpenAI Completions (legacy)"
-KEEPS_CONVERSATIONS = False
 PATH = "/v1/completions"
 __all__ = ["REQUEST_ID_HEADER", "encode_error", "encode_failure", "encode_model", "encode_models"]
 

@@ -31,7 +31,6 @@ from scenarios_app.wire.common import (
 
 PROTOCOL = "openai"
 LABEL = "OpenAI Chat Completions"
-KEEPS_CONVERSATIONS = False
 PATH = "/v1/chat/completions"
 REQUEST_ID_HEADER = b"x-request-id"
 DONE = b"data: [DONE]\n\n"

@@ -9,6 +9,7 @@ model list are the OpenAI platform's (:mod:`scenarios_app.wire.openai`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from scenarios_app.exchange import Block, ChatRequest, Message, Reply, short_id
@@ -37,8 +38,6 @@ from scenarios_app.wire.openai import (
 PROTOCOL = "responses"
 LABEL = "OpenAI Responses"
 PATH = "/v1/responses"
-# Clients refer back to an answer by its id (``previous_response_id``, ``GET /v1/responses/{id}``).
-KEEPS_CONVERSATIONS = True
 __all__ = ["REQUEST_ID_HEADER", "encode_error", "encode_failure", "encode_model", "encode_models"]
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _SYSTEM_ROLES = ("system", "developer")
@@ -152,6 +151,7 @@ def parse_request(body: Any) -> ChatRequest:
         reasoning_enabled=reasoning is not None and reasoning.get("effort", "medium") not in (None, "none"),
         stream=bool_field(body, "stream"),
         include_usage=True,
+        keep=body.get("store") is not False,
         continues=previous or "",
     )
 
@@ -160,9 +160,20 @@ def parse_request(body: Any) -> ChatRequest:
 
 
 def answer_id(request: ChatRequest, reply: Reply) -> str:
-    """The response's id: from the whole conversation and the answer, so one conversation has one id."""
-    conversation = "\x1e".join(f"{m.role}\x1f{m.text}" for m in request.messages)
-    return f"resp_{short_id(f'{reply.id_seed}|{request.model}|{conversation}', 48)}"
+    """The response's id (the endpoint gives a stored answer's reply a seed of its own conversation)."""
+    return f"resp_{short_id(reply.id_seed or 'harness', 48)}"
+
+
+def continued(request: ChatRequest, earlier: ChatRequest) -> ChatRequest:
+    """The request after the conversation of the response it names. Instructions and tools are not carried over
+    (as the real API does not): they are this request's."""
+    return replace(request, messages=(*earlier.messages, *request.messages))
+
+
+def encode_unknown_answer(answer_id: str, request_id: str = "") -> Encoded:
+    """The API's answer to a ``previous_response_id`` it does not hold."""
+    message = f"Previous response with id '{answer_id}' not found."
+    return encode_error(400, message, param="previous_response_id", request_id=request_id)
 
 
 def _item_id(prefix: str, response_id: str, index: int) -> str:
