@@ -120,3 +120,11 @@ def test_it_injects_a_rate_limit_the_sdk_retries(oai):
     )
     raw = oai.responses.with_raw_response.create(model="m", input="limited-responses")
     assert raw.parse().output_text == "After the wait." and raw.retries_taken == 1
+
+
+def test_it_keeps_no_response_the_request_asked_not_to_store(oai):
+    make_scenario("unstored-responses", [{"turn": 1, "response": {"kind": "text", "assistant_text": "Gone."}}])
+    created = oai.responses.create(model="m", input="unstored-responses", store=False)
+    assert created.output_text == "Gone."
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.retrieve(created.id)
