@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "set-cookie"})
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie"}
+)
 REDACTED = "[REDACTED]"
 
 

@@ -153,7 +153,8 @@ def test_every_protocol_answers_the_consumer_s_calls_the_same_way() -> None:
     from scenarios_app.exchange import Failure
 
     assert {"openai", "anthropic", "completions"} <= set(wire.BY_NAME)
-    assert {"/v1/chat/completions", "/v1/messages", "/v1/completions"} <= set(wire.BY_PATH)
+    assert wire.for_path("/v1/responses") is wire.BY_NAME["responses"]
+    assert wire.for_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent") is wire.BY_NAME["gemini"]
     failure = Failure(status="rate_limit", message="slow down", retryable=True, retry_after_ms=1500)
     for module in wire.WIRES:
         assert module.LABEL and isinstance(module.REQUEST_ID_HEADER, bytes)

@@ -314,6 +314,33 @@ def test_it_reads_a_responses_api_request(admin_client):
     assert "store" in request
 
 
+def test_it_reads_a_gemini_request(admin_client):
+    run = make_played_run(protocol="gemini")
+    body = {
+        "systemInstruction": {"parts": [{"text": "You are a weather assistant"}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "weather"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "Thinking it over", "thought": True},
+                    {"functionCall": {"name": "lookup", "args": {"city": "Paris"}}},
+                ],
+            },
+            {"role": "user", "parts": [{"functionResponse": {"name": "lookup", "response": {"sky": "sunny"}}}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "lookup", "description": "Look the weather up"}]}],
+        "generationConfig": {"temperature": 0.2},
+    }
+    path = "/v1/models/gemini-2.5-flash:generateContent"
+    make_events(run, ("request", 2, {"method": "POST", "path": path, "headers": {}, "body": body}))
+    html = admin_client.get(f"/runs/{run.id}/").content.decode()
+    request = html[html.index('id="turn-2-request"') : html.index('id="turn-2-live"')]
+    for shown in ("You are a weather assistant", "Thinking it over", "Paris", "sunny", "Look the weather up"):
+        assert shown in request
+    assert "generationConfig" in request
+
+
 def test_it_reads_a_legacy_completions_prompt(admin_client):
     run = make_played_run(protocol="completions")
     body = {"model": "gpt-3.5-turbo-instruct", "prompt": "Say this is a test", "max_tokens": 7}

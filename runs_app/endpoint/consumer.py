@@ -11,8 +11,9 @@ import hashlib
 import logging
 import time
 import uuid
-from types import ModuleType
+from dataclasses import replace
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 from asgiref.sync import sync_to_async
@@ -28,7 +29,7 @@ from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
 from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, ScenarioNotFound
 from scenarios_app.playback import decide
-from scenarios_app.wire import anthropic, embeddings, openai, responses
+from scenarios_app.wire import anthropic, embeddings, responses
 from scenarios_app.wire.common import Encoded, Piece, WireError
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,13 @@ LIVE_INTERVAL_S = 0.05
 SCENARIO_HEADER = "x-harness-scenario"
 
 
-def conversation_key(headers: dict[str, str], request: ChatRequest) -> str:
-    """API key, system prompt and first user message: tests with their own keys never share a run."""
-    api_key = headers.get("x-api-key") or headers.get("authorization", "") or headers.get("api-key", "")
+API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
+
+
+def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: str = "") -> str:
+    """API key (a header, or Gemini's ``?key=``), system prompt and first user message: tests with their own keys
+    never share a run."""
+    api_key = next((headers[name] for name in API_KEY_HEADERS if headers.get(name)), query_key)
     raw = "\x1f".join((request.protocol, api_key, request.system, request.first_user))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
@@ -191,7 +196,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if route.kind == "models":
             return await self.models()
         if route.kind == "model":
-            return await self.reply(self._listing_wire().encode_model(route.param))
+            return await self.reply(self.protocol.encode_model(route.param))
         if route.kind == "kept_response":
             kept = await conversations.kept_response(route.param, responses.PROTOCOL)
             if kept is None:
@@ -207,6 +212,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if route.kind == "count_tokens":
                 return await self.reply(anthropic.encode_token_count(anthropic.parse_count_request(payload)))
             request = self.protocol.parse_request(payload)
+            if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
+                request = replace(request, **dict(route.fields))
             explicit = self._run_header()
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
@@ -216,10 +223,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.reply(self.protocol.encode_unknown_answer(request.continues, self.request_id))
             request = full
         await self.play(request, explicit, payload)
-
-    def _listing_wire(self) -> ModuleType:
-        """The model list's format: Anthropic's for a client that says ``anthropic-version``, else OpenAI's."""
-        return anthropic if "anthropic-version" in self.headers else openai
 
     def _run_header(self) -> uuid.UUID | None:
         value = self.headers.get(RUN_HEADER)
@@ -232,12 +235,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def models(self) -> None:
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
-        await self.reply(self._listing_wire().encode_models(sorted(catalog.by_id)))
+        await self.reply(self.protocol.encode_models(sorted(catalog.by_id)))
 
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()
         self.turn = request.turn
-        run = await recorder.resolve(explicit, conversation_key(self.headers, request), request.turn, request.protocol)
+        query_key = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("key", [""])[0]
+        key = conversation_key(self.headers, request, query_key)
+        run = await recorder.resolve(explicit, key, request.turn, request.protocol)
         self.run = run
         recorder.event(
             run,

@@ -11,9 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from scenarios_app import wire
-from scenarios_app.wire import anthropic, openai, responses
+from scenarios_app.wire import anthropic, gemini, openai, responses
 
 PREFIXES = ("/v1/", "/v1beta/")
 
@@ -22,11 +23,13 @@ PREFIXES = ("/v1/", "/v1beta/")
 class Route:
     """``kind`` says what answers (``play``: a protocol plays the engine; ``models``, ``model``, ``count_tokens``,
     ``embeddings``, ``kept_response``: small endpoints); ``wire`` is the protocol whose format the answer and its
-    errors take; ``param`` what the path names (a model or response id)."""
+    errors take; ``param`` what the path names (a model or response id); ``fields`` the request fields the path
+    sets (Gemini's model and streaming)."""
 
     kind: str
     wire: ModuleType
     param: str = ""
+    fields: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,17 +40,28 @@ class Refusal:
 
 
 # (method, path pattern, kind, protocol), in the order the 404 lists them.
+# A protocol of None takes the format the request's headers ask for (see error_wire).
 _TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
-    *(("POST", re.escape(module.PATH), "play", module) for module in wire.WIRES),
+    *(("POST", wire.path_pattern(module), "play", module) for module in wire.WIRES),
     ("POST", re.escape("/v1/messages/count_tokens"), "count_tokens", anthropic),
     ("POST", re.escape("/v1/embeddings"), "embeddings", openai),
     ("GET", re.escape("/v1/models"), "models", None),
-    ("GET", r"/v1/models/(?P<param>[^/]+)", "model", None),
+    ("GET", r"/v1/models/(?P<param>[^/:]+)", "model", None),
+    ("GET", r"/v1beta/models", "models", gemini),
+    ("GET", r"/v1beta/models/(?P<param>[^/:]+)", "model", gemini),
     ("GET", r"/v1/responses/(?P<param>[^/]+)", "kept_response", responses),
 )
-SERVED = tuple(
-    f"{method} {pattern.replace('(?P<param>[^/]+)', '{id}').replace(chr(92), '')}" for method, pattern, *_ in _TABLE
-)
+
+
+def _shown(pattern: str) -> str:
+    """A route's pattern as people read it: ``/v1/models/{id}``."""
+    shown = re.sub(r"\(\?P<param>[^)]*\)", "{id}", pattern)
+    shown = re.sub(r"\(\?:([^)]*)\)", lambda m: m.group(1).split("|")[-1], shown)
+    shown = re.sub(r"\(\?P<method>([^)]*)\)", lambda m: m.group(1).split("|")[0], shown)
+    return shown.replace("\\", "")
+
+
+SERVED = tuple(f"{method} {_shown(pattern)}" for method, pattern, *_ in _TABLE)
 
 
 def is_provider_path(path: str) -> bool:
@@ -56,8 +70,12 @@ def is_provider_path(path: str) -> bool:
 
 
 def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
-    """The protocol whose error format a request expects: Anthropic's when it says ``anthropic-version`` or calls
-    a Messages path, else OpenAI's."""
+    """The protocol whose format a request expects (of its errors, and of a model list): Google's under
+    ``/v1beta/``, for a ``models/…:method`` path or from a Google client (``/v1/models`` is both OpenAI's and
+    Gemini's), Anthropic's when it says ``anthropic-version`` or calls a Messages path, else OpenAI's."""
+    google_client = "x-goog-api-key" in headers or "x-goog-api-client" in headers
+    if path.startswith("/v1beta/") or re.match(r"/v1/models/[^/]+:", path) or google_client:
+        return gemini
     if "anthropic-version" in headers or path.startswith(anthropic.PATH):
         return anthropic
     return openai
@@ -74,7 +92,10 @@ def resolve(method: str, path: str, headers: Mapping[str, str]) -> Route | Refus
         if route_method != method:
             allowed.append(route_method)
             continue
-        return Route(kind, protocol or error_wire(path, headers), match.groupdict().get("param") or "")
+        groups = match.groupdict()
+        param = groups.pop("param", None) or ""
+        fields = tuple(protocol.path_fields(param, **groups).items()) if groups and protocol else ()
+        return Route(kind, protocol or error_wire(path, headers), param, fields)
     if allowed:
         message = f"Method {method} not allowed on {path}; use {' or '.join(allowed)}"
         return Refusal(405, message, error_wire(path, headers))

@@ -174,11 +174,40 @@ def _message(raw: Any) -> dict[str, Any]:
     return {"role": role, "parts": parts}
 
 
+def _gemini_content(content: Any) -> Any:
+    """A Gemini ``content`` ({role, parts}) in the shape :func:`_message` reads (typed content parts)."""
+    if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+        return content
+    parts = []
+    for part in content["parts"]:
+        if not isinstance(part, dict):
+            parts.append(part)
+        elif isinstance(part.get("functionCall"), dict):
+            call = part["functionCall"]
+            parts.append({"type": "tool_use", "name": call.get("name", ""), "input": call.get("args")})
+        elif isinstance(part.get("functionResponse"), dict):
+            answer = part["functionResponse"]
+            parts.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": answer.get("name", ""),
+                    "content": pretty_json(answer.get("response")),
+                }
+            )
+        elif part.get("thought"):
+            parts.append({"type": "thinking", "thinking": part.get("text", "")})
+        else:
+            parts.append({"type": "text", "text": part.get("text", "")})
+    role = {"model": "assistant"}.get(content.get("role", "user"), content.get("role", "user"))
+    return {"role": role, "content": parts}
+
+
 def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
     tools = []
-    for raw in body.get("tools") or []:
-        if not isinstance(raw, dict):
-            continue
+    raw_tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    # Gemini groups its functions under functionDeclarations.
+    raw_tools = [d for t in raw_tools for d in (t.get("functionDeclarations") or [t]) if isinstance(d, dict)]
+    for raw in raw_tools:
         spec = raw.get("function") if isinstance(raw.get("function"), dict) else raw  # Chat Completions nests it
         schema = spec.get("parameters", spec.get("input_schema"))
         tools.append(
@@ -192,7 +221,7 @@ def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _wire_for(path: str) -> ModuleType:
-    return wire.BY_PATH.get(path.rstrip("/"), wire.openai)
+    return wire.for_path(path) or wire.openai
 
 
 def request_panel(event: RunEvent) -> dict[str, Any]:
@@ -200,7 +229,9 @@ def request_panel(event: RunEvent) -> dict[str, Any]:
     data = event.data or {}
     body = data.get("body") if isinstance(data.get("body"), dict) else {}
     raw_messages = body.get("messages") if isinstance(body.get("messages"), list) else []
-    # The Responses API sends ``input`` (a string or items), legacy completions a ``prompt``.
+    # The Responses API sends ``input`` (a string or items), legacy completions a ``prompt``, Gemini ``contents``.
+    if isinstance(body.get("contents"), list):
+        raw_messages = [_gemini_content(c) for c in body["contents"]]
     conversation = body.get("input", body.get("prompt"))
     if isinstance(conversation, str):
         raw_messages = [{"role": "user", "content": conversation}]
@@ -215,7 +246,10 @@ def request_panel(event: RunEvent) -> dict[str, Any]:
     for key in ("system", "instructions"):
         if body.get(key):
             messages.insert(0, {"role": "system", "parts": _parts(body[key])})
-    skip = {"messages", "tools", "system", "input", "prompt", "instructions"}
+    gemini_system = body.get("systemInstruction") or body.get("system_instruction")
+    if isinstance(gemini_system, dict):
+        messages.insert(0, _message(_gemini_content({**gemini_system, "role": "system"})))
+    skip = {"messages", "tools", "system", "input", "prompt", "instructions", "contents", "systemInstruction"}
     return {
         "seq": event.seq,
         "path": data.get("path", ""),

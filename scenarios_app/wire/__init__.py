@@ -8,15 +8,28 @@ responses carry, and offers the same functions with the same arguments: ``parse_
 ask for their answer to be kept (``ChatRequest.keep``: clients refer back to it by id) also offers ``answer_id``,
 ``response_object``, ``continued`` and ``encode_unknown_answer``.
 
-A new protocol is one more module here, listed in ``WIRES``.
+A protocol whose path holds values (Gemini's model) gives a ``PATH_PATTERN`` with named groups and
+``path_fields(**groups)``, the request fields they set. A new protocol is one more module here, listed in ``WIRES``.
 """
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
-from scenarios_app.wire import anthropic, completions, openai, responses
+from scenarios_app.wire import anthropic, completions, gemini, openai, responses
 
-WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions)
+WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions, gemini)
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
-BY_PATH: dict[str, ModuleType] = {wire.PATH: wire for wire in WIRES}
+
+
+def path_pattern(wire: ModuleType) -> str:
+    """The regular expression of the paths a protocol is served at: its ``PATH_PATTERN`` where the path holds
+    values (Gemini's model), else its ``PATH``."""
+    return getattr(wire, "PATH_PATTERN", None) or re.escape(wire.PATH)
+
+
+def for_path(path: str) -> ModuleType | None:
+    """The protocol served at a path, if any."""
+    path = path.rstrip("/")
+    return next((wire for wire in WIRES if re.fullmatch(path_pattern(wire), path)), None)

@@ -1,0 +1,308 @@
+"""Google Gemini (``POST /v1/models/{model}:generateContent`` and ``:streamGenerateContent?alt=sse``, google-genai's
+default, and the same under ``/v1beta/``): ``contents`` of ``parts`` in, ``candidates`` out, streamed as ``data:``
+chunks. Pure.
+
+The model and whether to stream come from the path (:func:`path_fields`). Text, function calls
+(``functionCall`` parts, answered by ``functionResponse`` parts), thought parts (``thought: true`` with a
+``thoughtSignature``), ``usageMetadata`` and ``finishReason`` as the real API sends them; errors in Google's format
+(``{"error": {"code", "message", "status"}}``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
+from scenarios_app.wire.common import (
+    JSON_HEADERS,
+    SSE_HEADERS,
+    Encoded,
+    Piece,
+    WireError,
+    choice_finish,
+    dumps,
+    failure_http_status,
+    retry_headers,
+    text_chunks,
+)
+
+PROTOCOL = "gemini"
+LABEL = "Google Gemini"
+PATH = "/v1beta/models/{model}:generateContent"
+# Both API versions, both methods: the model is a path segment, the method after its colon.
+PATH_PATTERN = r"/(?:v1|v1beta)/models/(?P<param>[^/:]+):(?P<method>generateContent|streamGenerateContent)"
+REQUEST_ID_HEADER = b"x-goog-request-id"
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "INVALID_ARGUMENT",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def path_fields(model: str, method: str) -> dict[str, Any]:
+    """What the path says of a request: its model, and whether it streams."""
+    return {"model": model, "stream": method == "streamGenerateContent"}
+
+
+def _get(raw: dict[str, Any], camel: str, snake: str) -> Any:
+    """A field by its camelCase name (the REST API's) or its snake_case one (which the API accepts too)."""
+    return raw.get(camel, raw.get(snake))
+
+
+def _parts(raw: Any, where: str) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise WireError(f"{where}.parts must be an array", f"{where}.parts")
+    for j, part in enumerate(raw):
+        if not isinstance(part, dict):
+            raise WireError(f"{where}.parts[{j}] must be an object", f"{where}.parts[{j}]")
+    return raw
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
+
+
+def _message(content: Any, i: int) -> Message:
+    where = f"contents[{i}]"
+    if not isinstance(content, dict):
+        raise WireError(f"{where} must be an object", where)
+    role = content.get("role", "user")
+    if role not in ("user", "model", "function"):
+        raise WireError(f"{where}.role must be user or model", f"{where}.role")
+    parts = _parts(content.get("parts", []), where)
+    responses = [p for p in parts if _get(p, "functionResponse", "function_response") is not None]
+    if role == "model":
+        return Message(role="assistant", text=_text(parts))
+    if role == "function" or (responses and len(responses) == len(parts)):
+        # The tool's answer, not the user speaking.
+        texts = [
+            orjson.dumps(_get(p, "functionResponse", "function_response").get("response")).decode() for p in responses
+        ]
+        return Message(role="tool", text="\n".join(texts))
+    return Message(role="user", text=_text(parts))
+
+
+def _tools(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise WireError("tools must be an array", "tools")
+    names = []
+    for i, tool in enumerate(raw):
+        if not isinstance(tool, dict):
+            raise WireError(f"tools[{i}] must be an object", f"tools[{i}]")
+        for j, declaration in enumerate(_get(tool, "functionDeclarations", "function_declarations") or []):
+            if not isinstance(declaration, dict) or not isinstance(declaration.get("name"), str):
+                where = f"tools[{i}].functionDeclarations[{j}].name"
+                raise WireError(f"{where} must be a string", where)
+            names.append(declaration["name"])
+    return tuple(names)
+
+
+def _number(config: dict[str, Any], camel: str, snake: str) -> float | None:
+    value = _get(config, camel, snake)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WireError(f"generationConfig.{camel} must be a number", f"generationConfig.{camel}")
+    return float(value)
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """Read a generateContent body into the neutral request (model and streaming come from the path: see
+    :func:`path_fields`); raises WireError naming the bad field."""
+    if not isinstance(body, dict):
+        raise WireError("The request body must be a JSON object")
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        raise WireError("contents must be a non-empty array", "contents")
+    messages = [_message(content, i) for i, content in enumerate(contents)]
+    system_raw = _get(body, "systemInstruction", "system_instruction")
+    system = ""
+    if isinstance(system_raw, dict):
+        system = _text(_parts(system_raw.get("parts", []), "systemInstruction"))
+    elif isinstance(system_raw, str):
+        system = system_raw
+    elif system_raw is not None:
+        raise WireError("systemInstruction must be a content object", "systemInstruction")
+    config = _get(body, "generationConfig", "generation_config") or {}
+    if not isinstance(config, dict):
+        raise WireError("generationConfig must be an object", "generationConfig")
+    thinking = _get(config, "thinkingConfig", "thinking_config") or {}
+    budget = _get(thinking, "thinkingBudget", "thinking_budget") if isinstance(thinking, dict) else None
+    include = _get(thinking, "includeThoughts", "include_thoughts") if isinstance(thinking, dict) else None
+    return ChatRequest(
+        protocol=PROTOCOL,
+        model=str(body.get("model") or ""),
+        system=system,
+        messages=tuple(messages),
+        tools=_tools(body.get("tools")),
+        temperature=_number(config, "temperature", "temperature"),
+        top_p=_number(config, "topP", "top_p"),
+        reasoning_enabled=bool(include) or (budget is not None and budget != 0),
+    )
+
+
+# -- the answer --------------------------------------------------------------------------------------------------
+
+
+def _part(block: Block) -> dict[str, Any]:
+    if block.type == "reasoning":
+        return {"text": block.text, "thought": True, "thoughtSignature": block.signature}
+    if block.type == "text":
+        return {"text": block.text}
+    return {"functionCall": {"name": block.name, "args": orjson.loads(block.arguments)}}
+
+
+def _candidates(reply: Reply) -> dict[int, list[Block]]:
+    groups: dict[int, list[Block]] = {}
+    for block in reply.blocks:
+        groups.setdefault(block.choice, []).append(block)
+    return groups or {0: []}
+
+
+def _finish(reply: Reply, blocks: list[Block]) -> str:
+    return "MAX_TOKENS" if choice_finish(reply, blocks) == "length" else "STOP"
+
+
+def _usage(reply: Reply) -> dict[str, int]:
+    u = reply.usage
+    usage = {
+        "promptTokenCount": u.input_tokens,
+        "candidatesTokenCount": u.output_tokens,
+        "totalTokenCount": u.total_tokens,
+    }
+    thoughts = sum(len(b.text.split()) for b in reply.blocks if b.type == "reasoning")
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
+
+
+def _response_id(reply: Reply) -> str:
+    return short_id(reply.id_seed or "harness", 22)
+
+
+@lru_cache(maxsize=1024)
+def encode_response(reply: Reply, model: str) -> Encoded:
+    """A non-streamed ``GenerateContentResponse``."""
+    candidates = [
+        {
+            "content": {"role": "model", "parts": [_part(b) for b in blocks]},
+            "finishReason": _finish(reply, blocks),
+            "index": index,
+        }
+        for index, blocks in _candidates(reply).items()
+    ]
+    body = {
+        "candidates": candidates,
+        "usageMetadata": _usage(reply),
+        "modelVersion": model,
+        "responseId": _response_id(reply),
+    }
+    return Encoded(200, JSON_HEADERS, (dumps(body),))
+
+
+@lru_cache(maxsize=1024)
+def encode_stream(reply: Reply, model: str) -> Encoded:
+    """The ``data:`` chunks of a streamed answer: a part per chunk (text and thoughts split by words, a function
+    call whole); the last chunk of each candidate carries its ``finishReason``, the last of all ``usageMetadata``."""
+    tail = {"modelVersion": model, "responseId": _response_id(reply)}
+    position = {id(b): i for i, b in enumerate(reply.blocks)}
+    chunks: list[tuple[int, dict[str, Any], Piece]] = []
+    groups = _candidates(reply)
+    for index, blocks in groups.items():
+        for block in blocks:
+            at = position[id(block)]
+            if block.type == "tool_call":
+                chunks.append((index, _part(block), Piece(at, "tool_call", block.name)))
+                continue
+            texts = text_chunks(reply, block.text) or [""]
+            for n, text in enumerate(texts):
+                part: dict[str, Any] = {"text": text}
+                if block.type == "reasoning":
+                    part["thought"] = True
+                    if n == len(texts) - 1:  # the signature closes the thought
+                        part["thoughtSignature"] = block.signature
+                chunks.append((index, part, Piece(at, block.type, text)))
+    last_of = {index: max((k for k, (i, _, _) in enumerate(chunks) if i == index), default=-1) for index in groups}
+    frames: list[bytes] = []
+    for k, (index, part, _) in enumerate(chunks):
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": index}
+        if last_of.get(index) == k:
+            candidate["finishReason"] = _finish(reply, groups[index])
+        event: dict[str, Any] = {"candidates": [candidate]}
+        if k == len(chunks) - 1:
+            event["usageMetadata"] = _usage(reply)
+        frames.append(b"data: " + dumps({**event, **tail}) + b"\n\n")
+    if not chunks:
+        event = {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}]}
+        frames.append(b"data: " + dumps({**event, "usageMetadata": _usage(reply), **tail}) + b"\n\n")
+    return Encoded(200, SSE_HEADERS, tuple(frames), tuple(piece for _, _, piece in chunks))
+
+
+def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
+    """The answer as the request asked for it (the path said whether to stream)."""
+    if request.stream:
+        return encode_stream(reply, request.model)
+    return encode_response(reply, request.model)
+
+
+def encode_error(
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+    request_id: str = "",
+) -> Encoded:
+    """An error in Google's format: ``{"error": {"code", "message", "status"}}`` (``param`` is named in the
+    message, as Google's errors name the field there)."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}
+    error.update(extra or {})
+    return Encoded(status, JSON_HEADERS + headers, (dumps({"error": error}),))
+
+
+def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
+    """A simulated HTTP failure (rate_limit, model_error, timeout) as Gemini sends it."""
+    status = failure_http_status(failure)
+    if failure.status == "model_error" and failure.retryable:
+        status = 503  # Gemini's retryable overload: UNAVAILABLE
+    return encode_error(status, failure.message, extra=failure.error, headers=tuple(retry_headers(failure)))
+
+
+def _model(model_id: str) -> dict[str, Any]:
+    return {
+        "name": f"models/{model_id}",
+        "version": "001",
+        "displayName": model_id,
+        "inputTokenLimit": 1048576,
+        "outputTokenLimit": 65536,
+        "supportedGenerationMethods": ["generateContent", "countTokens"],
+    }
+
+
+def encode_model(model_id: str) -> Encoded:
+    """``GET /v1beta/models/{id}``: the harness answers any model name, so any id is a model."""
+    return Encoded(200, JSON_HEADERS, (dumps(_model(model_id.removeprefix("models/"))),))
+
+
+def encode_models(ids: list[str]) -> Encoded:
+    return Encoded(200, JSON_HEADERS, (dumps({"models": [_model(i) for i in ids]}),))
+
+
+def malformed(stream: bool) -> Encoded:
+    """A 200 whose body no client can parse: the ``invalid_response`` failure."""
+    if stream:
+        return Encoded(200, SSE_HEADERS, (b'data: {"candidates":[{"content":{"role":"model","par\n\n',))
+    return Encoded(200, JSON_HEADERS, (b'{"candidates":[{"content":{"role":"model","parts":[{"te',))
