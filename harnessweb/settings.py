@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -124,6 +125,11 @@ LOGGING = {
 HARNESS_PACING = os.environ.get("HARNESS_PACING", "on").lower() not in ("off", "0", "false", "no")
 HARNESS_MAX_BODY_BYTES = envint("HARNESS_MAX_BODY_BYTES", 5 * 1024 * 1024)
 HARNESS_TIMEOUT_HOLD_MS = envint("HARNESS_TIMEOUT_HOLD_MS", 30_000)
+# What a request that plays no scenario and matches nothing gets: the deterministic lorem (seed 004), or "error": a
+# 404 saying which rules were tried. The X-Harness-Unmatched request header says the same for one request.
+HARNESS_UNMATCHED = os.environ.get("HARNESS_UNMATCHED", "lorem").strip().lower()
+if HARNESS_UNMATCHED not in ("lorem", "error"):
+    raise ImproperlyConfigured(f"HARNESS_UNMATCHED must be 'lorem' or 'error', not {HARNESS_UNMATCHED!r}")
 # The file whose move tells every server process to reload its scenarios ("" = next to the database, "off" = ask
 # the database on every request instead, for hosts that share the database but not a file system).
 HARNESS_CATALOG_STAMP = os.environ.get("HARNESS_CATALOG_STAMP", "")

@@ -151,6 +151,11 @@ class ScenarioNotFound(Exception):
     """The request named a scenario (header) that the catalog does not hold."""
 
 
+class NothingMatched(Exception):
+    """No scenario, match rule or instruction block says what to answer, and the request wants an error for that
+    rather than the lorem fallback; the message says which rules were tried."""
+
+
 class InvalidRequest(Exception):
     """The request is well-formed JSON but the provider would refuse it (e.g. a tampered thinking signature)."""
 

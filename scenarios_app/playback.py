@@ -22,6 +22,7 @@ from scenarios_app.exchange import (
     Decision,
     Failure,
     InvalidRequest,
+    NothingMatched,
     Reply,
     ScenarioNotFound,
     Usage,
@@ -270,8 +271,10 @@ def decide(
     header_scenario: str | None = None,
     pacing_enabled: bool = True,
     signature_key: str = "",
+    unmatched_error: bool = False,
 ) -> Decision:
-    """Decide what a request gets: a scenario's turn, an instructed answer, or the deterministic lorem.
+    """Decide what a request gets: a scenario's turn, an instructed answer, or the deterministic lorem (or, with
+    ``unmatched_error``, :class:`NothingMatched` instead of the lorem).
 
     Raises :class:`ScenarioNotFound` for an unknown ``X-Harness-Scenario`` id and :class:`InvalidRequest` for a
     request the real provider would refuse.
@@ -284,5 +287,19 @@ def decide(
     if instruction is not None:
         reply = instruction_reply(instruction, request, pacing_enabled, signature_key)
         return Decision("instruction", "", request.turn, reply, notes=("instruction block",))
+    if unmatched_error:
+        raise NothingMatched(_tried(catalog, request, why_not))
     notes = ("lorem fallback",) + ((f"instruction block ignored: {why_not}",) if why_not else ())
     return Decision("lorem", "", request.turn, lorem_reply(request, pacing_enabled, signature_key), notes=notes)
+
+
+def _tried(catalog: Catalog, request: ChatRequest, why_not: str) -> str:
+    """What selection tried, for a request nothing answered: so a client that lost its conversation is told why."""
+    first = request.first_user.strip()
+    shown = first if len(first) <= 80 else first[:77] + "..."
+    instruction = f"its instruction block is ignored ({why_not})" if why_not else "there is no instruction block"
+    return (
+        "No scenario answers this request: no X-Harness-Scenario header; "
+        f"the first user message {shown!r} is no scenario id; "
+        f"the match rules of {len(catalog.matchers)} scenario(s) do not hold; {instruction}"
+    )

@@ -85,3 +85,16 @@ def test_it_plays_a_scenario_through_legacy_completions(oai):
     chunks = list(stream)
     assert "".join(c.choices[0].text for c in chunks if c.choices) == "an old friend"
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 96
+
+
+def test_it_answers_an_unmatched_request_with_a_404_saying_what_was_tried_when_asked(oai):
+    lorem = oai.chat.completions.create(model="m", messages=[{"role": "user", "content": "lost conversation"}])
+    assert lorem.choices[0].message.content.endswith("lost conversation")
+    with pytest.raises(openai.NotFoundError) as caught:
+        oai.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "lost conversation"}],
+            extra_headers={"X-Harness-Unmatched": "error"},
+        )
+    message = caught.value.body["message"]
+    assert "No scenario answers this request" in message and "'lost conversation' is no scenario id" in message

@@ -1010,3 +1010,12 @@ def test_it_falls_back_to_lorem_for_instructions_with_impossible_lengths_or_no_c
     decision = decide(Catalog.build([]), request)
     assert decision.mode == "lorem"
     assert any(note.startswith("instruction block ignored") for note in decision.notes)
+
+
+def test_it_raises_instead_of_lorem_when_an_unmatched_request_asks_for_an_error() -> None:
+    from scenarios_app.exchange import NothingMatched
+
+    request = make_request("what now?")
+    with pytest.raises(NothingMatched, match="the first user message 'what now\\?' is no scenario id"):
+        decide(make_catalog(), request, unmatched_error=True)
+    assert decide(make_catalog(), request).mode == "lorem"

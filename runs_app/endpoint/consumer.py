@@ -27,7 +27,7 @@ from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
-from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, ScenarioNotFound
+from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, NothingMatched, ScenarioNotFound
 from scenarios_app.playback import decide
 from scenarios_app.wire import anthropic, embeddings, responses
 from scenarios_app.wire.common import Encoded, Piece, WireError
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 RUN_HEADER = "x-harness-run"
 LIVE_INTERVAL_S = 0.05
 SCENARIO_HEADER = "x-harness-scenario"
+UNMATCHED_HEADER = "x-harness-unmatched"
 
 
 API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
@@ -263,9 +264,12 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 header_scenario=self.headers.get(SCENARIO_HEADER),
                 pacing_enabled=settings.HARNESS_PACING,
                 signature_key=settings.HARNESS_SIGNATURE_KEY,
+                unmatched_error=self.headers.get(UNMATCHED_HEADER, settings.HARNESS_UNMATCHED).lower() == "error",
             )
         except ScenarioNotFound as exc:
             return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
+        except NothingMatched as exc:
+            return await self.refuse(404, str(exc))
         except InvalidRequest as exc:
             return await self.refuse(400, str(exc))
         changes: dict[str, Any] = {"mode": decision.mode}
