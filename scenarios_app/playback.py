@@ -32,7 +32,14 @@ from scenarios_app.exchange import (
 )
 from scenarios_app.expectations import system_prompt_expectations, turn_expectations
 from scenarios_app.fallback import instruction_reply, lorem_reply, parse_instruction
-from scenarios_app.schemas import FinalReportResponse, Scenario, ScenarioTurn, TextResponse, ToolCallResponse
+from scenarios_app.schemas import (
+    EmbeddingPin,
+    FinalReportResponse,
+    Scenario,
+    ScenarioTurn,
+    TextResponse,
+    ToolCallResponse,
+)
 
 FINAL_REPORT_TOOL = "agent__final_report"
 FINAL_REPORT_CALL_ID = "agent-final-report"
@@ -46,6 +53,8 @@ class Catalog:
 
     by_id: dict[str, Scenario]
     matchers: tuple[Scenario, ...]  # scenarios with match rules, best first
+    # Embedding pins by input text (the first scenario by id that pins a text wins).
+    pins: dict[str, EmbeddingPin] = field(default_factory=dict)
     # Replies of scripted turns, built once per catalog: the same turn always gets the same reply (and, through
     # the encoders' caches, the same bytes).
     replies: dict[tuple[str, int, bool, str], Reply] = field(default_factory=dict, compare=False, hash=False)
@@ -54,7 +63,11 @@ class Catalog:
     def build(cls, scenarios: list[Scenario]) -> Catalog:
         by_id = {s.id: s for s in scenarios}
         matchers = tuple(sorted((s for s in scenarios if s.match is not None), key=lambda s: (-s.priority, s.id)))
-        return cls(by_id=by_id, matchers=matchers)
+        pins: dict[str, EmbeddingPin] = {}
+        for scenario in sorted(scenarios, key=lambda s: s.id):
+            for pin in scenario.embeddings:
+                pins.setdefault(pin.input, pin)
+        return cls(by_id=by_id, matchers=matchers, pins=pins)
 
 
 def _matches(scenario: Scenario, request: ChatRequest) -> bool:

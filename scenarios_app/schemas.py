@@ -159,6 +159,21 @@ class Match(_Model):
         return value
 
 
+class EmbeddingPin(_Model):
+    """A vector ``POST /v1/embeddings`` gives one input text instead of the deterministic one: authored (``vector``)
+    or another text's (``same_as``: the two then match exactly, so a retrieval test can make a document win)."""
+
+    input: str = Field(min_length=1)
+    vector: list[float] | None = Field(None, min_length=1, max_length=8192)
+    same_as: str | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EmbeddingPin:
+        if (self.vector is None) == (self.same_as is None):
+            raise ValueError("give either vector or same_as")
+        return self
+
+
 class Scenario(_Model):
     id: str = Field(pattern=SLUG_PATTERN)
     description: str = ""
@@ -168,6 +183,7 @@ class Scenario(_Model):
     match: Match | None = None
     priority: int = 0
     turns: list[ScenarioTurn] = Field(default_factory=list)
+    embeddings: list[EmbeddingPin] = Field(default_factory=list)
 
     @field_validator("turns")
     @classmethod

@@ -98,3 +98,29 @@ def test_it_answers_an_unmatched_request_with_a_404_saying_what_was_tried_when_a
         )
     message = caught.value.body["message"]
     assert "No scenario answers this request" in message and "'lost conversation' is no scenario id" in message
+
+
+def test_it_serves_the_vectors_a_scenario_pins(oai):
+    make_scenario(
+        "retrieval-pins",
+        embeddings=[
+            {"input": "the refund policy", "same_as": "how do I get my money back?"},
+            {"input": "a fixed point", "vector": [0.6, 0.8]},
+        ],
+    )
+    query, document, other = oai.embeddings.create(
+        model="m", input=["how do I get my money back?", "the refund policy", "the shipping policy"]
+    ).data
+    assert document.embedding == query.embedding != other.embedding
+    fixed = oai.embeddings.create(model="m", input="a fixed point", encoding_format="float").data[0]
+    assert fixed.embedding == pytest.approx([0.6, 0.8], rel=1e-6)
+    make_scenario("nothing-pinned")
+    unpinned = oai.embeddings.create(
+        model="m", input="the refund policy", extra_headers={"X-Harness-Scenario": "nothing-pinned"}
+    )
+    assert unpinned.data[0].embedding != query.embedding
+
+
+def test_it_refuses_embeddings_for_an_unknown_scenario_header(oai):
+    with pytest.raises(openai.NotFoundError):
+        oai.embeddings.create(model="m", input="x", extra_headers={"X-Harness-Scenario": "no-such-scenario"})

@@ -365,3 +365,9 @@ def test_it_names_the_field_path_of_raw_validation_errors() -> None:
     ]
     assert raw.raw_errors(["not", "an", "object"]) == ["expected a scenario object, found list"]
     assert raw.raw_errors(make_data()) == []
+
+
+def test_it_keeps_a_scenario_with_embedding_pins_on_the_raw_tab() -> None:
+    data = make_data()
+    data["embeddings"] = [{"input": "doc", "same_as": "query"}]
+    assert mapping.form_problem(data) == "its embedding pins are edited on the raw tab"

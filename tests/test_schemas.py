@@ -268,3 +268,22 @@ def test_it_gives_a_canonical_snake_case_form_that_validates_back_to_the_same_sc
     assert canonical["turns"][0]["response"]["tool_calls"][0]["arguments"] == {"a": None}
     assert "call_id" not in canonical["turns"][0]["response"]["tool_calls"][0]
     assert Scenario.model_validate(canonical) == scenario
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [
+        {"input": "x"},
+        {"input": "x", "vector": [1.0], "same_as": "y"},
+        {"input": "", "same_as": "y"},
+        {"input": "x", "vector": []},
+    ],
+)
+def test_it_refuses_an_embedding_pin_without_exactly_one_source(pin) -> None:
+    with pytest.raises(ValidationError):
+        Scenario.model_validate({"id": "pins", "embeddings": [pin]})
+
+
+def test_it_keeps_embedding_pins_in_the_canonical_form() -> None:
+    scenario = Scenario.model_validate({"id": "pins", "embeddings": [{"input": "doc", "sameAs": "query"}]})
+    assert scenario.canonical()["embeddings"] == [{"input": "doc", "same_as": "query"}]

@@ -209,7 +209,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.reply(self._error(400, f"The request body is not valid JSON: {exc}"))
         try:
             if route.kind == "embeddings":
-                return await self.reply(embeddings.encode_embeddings(embeddings.parse_request(payload)))
+                return await self.embed(embeddings.parse_request(payload))
             if route.kind == "count_tokens":
                 return await self.reply(anthropic.encode_token_count(anthropic.parse_count_request(payload)))
             request = self.protocol.parse_request(payload)
@@ -237,6 +237,18 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def models(self) -> None:
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
         await self.reply(self.protocol.encode_models(sorted(catalog.by_id)))
+
+    async def embed(self, request: embeddings.EmbeddingRequest) -> None:
+        """Deterministic vectors, or those the scenarios pin (only the named scenario's, with the header)."""
+        catalog = cached_catalog() or await sync_to_async(current_catalog)()
+        pins = catalog.pins
+        named = self.headers.get(SCENARIO_HEADER)
+        if named is not None:
+            if named not in catalog.by_id:
+                message = f"Scenario '{named}' not found (from the {SCENARIO_HEADER} header)"
+                return await self.reply(self._error(404, message))
+            pins = {pin.input: pin for pin in catalog.by_id[named].embeddings}
+        await self.reply(embeddings.encode_embeddings(request, pins))
 
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()

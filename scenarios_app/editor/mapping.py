@@ -259,6 +259,8 @@ def form_problem(data: Mapping[str, Any]) -> str:
     One-line inputs lose line breaks and list fields re-split their items, so a scenario written elsewhere may hold
     values the form would silently alter; the editor keeps such a scenario on the raw tab instead.
     """
+    if data.get("embeddings"):
+        return "its embedding pins are edited on the raw tab"
     state = scenario_to_state(data)
     for name, value in flatten(state).items():
         if ("\n" in value or "\r" in value) and name.rsplit("-", 1)[-1] not in MULTILINE_FIELDS:

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -90,11 +91,23 @@ def tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
-def encode_embeddings(request: EmbeddingRequest) -> Encoded:
-    """The ``list`` of ``embedding`` objects, in input order, with usage."""
+def pinned_vector(text: str, dimensions: int, pins: Mapping[str, Any]) -> tuple[float, ...]:
+    """The vector a scenario pins for ``text`` (its own, or the deterministic one of the text it is ``same_as``),
+    else the deterministic one."""
+    pin = pins.get(text)
+    if pin is None:
+        return vector(text, dimensions)
+    if pin.same_as is not None:
+        return pinned_vector(pin.same_as, dimensions, {k: v for k, v in pins.items() if k != text})
+    return tuple(array.array("f", pin.vector))
+
+
+def encode_embeddings(request: EmbeddingRequest, pins: Mapping[str, Any] | None = None) -> Encoded:
+    """The ``list`` of ``embedding`` objects, in input order, with usage; ``pins`` are the scenarios' pinned
+    vectors by input text (an authored vector is sent as authored, whatever ``dimensions`` asks)."""
     data = []
     for index, text in enumerate(request.inputs):
-        values = vector(text, request.dimensions)
+        values = pinned_vector(text, request.dimensions, pins or {})
         if request.encoding_format == "base64":
             embedding: Any = base64.b64encode(struct.pack(f"<{len(values)}f", *values)).decode()
         else:
