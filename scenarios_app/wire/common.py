@@ -118,6 +118,14 @@ def choice_finish(reply: Reply, blocks: list[Block] | tuple[Block, ...]) -> str:
     return "tool_calls" if any(b.type == "tool_call" for b in blocks) else "stop"
 
 
+def by_choice(reply: Reply) -> dict[int, list[Block]]:
+    """The reply's blocks by choice (instruction mode gives each message its own), in order."""
+    groups: dict[int, list[Block]] = {}
+    for block in reply.blocks:
+        groups.setdefault(block.choice, []).append(block)
+    return groups
+
+
 def text_chunks(reply: Reply, text: str) -> list[str]:
     return word_chunks(text, reply.chunk_words)
 

@@ -20,6 +20,7 @@ from scenarios_app.wire.common import (
     Piece,
     WireError,
     bool_field,
+    by_choice,
     choice_finish,
     dumps,
     number_or_none,
@@ -71,13 +72,6 @@ def parse_request(body: Any) -> ChatRequest:
     )
 
 
-def _choices(reply: Reply) -> dict[int, list[Block]]:
-    groups: dict[int, list[Block]] = {}
-    for block in reply.blocks:
-        groups.setdefault(block.choice, []).append(block)
-    return groups or {0: []}
-
-
 def _finish(reply: Reply, blocks: list[Block]) -> str:
     return "length" if choice_finish(reply, blocks) == "length" else "stop"
 
@@ -103,7 +97,7 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
     position = {id(b): i for i, b in enumerate(reply.blocks)}
     frames: list[bytes] = []
     pieces: list[Piece | None] = []
-    groups = _choices(reply)
+    groups = by_choice(reply) or {0: []}
     for index, blocks in groups.items():
         for block in blocks:
             if block.type != "text":
@@ -131,7 +125,7 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
             "logprobs": None,
             "finish_reason": _finish(reply, blocks),
         }
-        for index, blocks in _choices(reply).items()
+        for index, blocks in (by_choice(reply) or {0: []}).items()
     ]
     body = {
         "id": _id(reply),

@@ -22,6 +22,7 @@ from scenarios_app.wire.common import (
     Encoded,
     Piece,
     WireError,
+    by_choice,
     choice_finish,
     dumps,
     failure_http_status,
@@ -164,13 +165,6 @@ def _part(block: Block) -> dict[str, Any]:
     return {"functionCall": {"name": block.name, "args": orjson.loads(block.arguments)}}
 
 
-def _candidates(reply: Reply) -> dict[int, list[Block]]:
-    groups: dict[int, list[Block]] = {}
-    for block in reply.blocks:
-        groups.setdefault(block.choice, []).append(block)
-    return groups or {0: []}
-
-
 def _finish(reply: Reply, blocks: list[Block]) -> str:
     return "MAX_TOKENS" if choice_finish(reply, blocks) == "length" else "STOP"
 
@@ -201,7 +195,7 @@ def encode_response(reply: Reply, model: str) -> Encoded:
             "finishReason": _finish(reply, blocks),
             "index": index,
         }
-        for index, blocks in _candidates(reply).items()
+        for index, blocks in (by_choice(reply) or {0: []}).items()
     ]
     body = {
         "candidates": candidates,
@@ -219,7 +213,7 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
     tail = {"modelVersion": model, "responseId": _response_id(reply)}
     position = {id(b): i for i, b in enumerate(reply.blocks)}
     chunks: list[tuple[int, dict[str, Any], Piece]] = []
-    groups = _candidates(reply)
+    groups = by_choice(reply) or {0: []}
     for index, blocks in groups.items():
         for block in blocks:
             at = position[id(block)]
@@ -266,8 +260,8 @@ def encode_error(
     headers: tuple[tuple[bytes, bytes], ...] = (),
     request_id: str = "",
 ) -> Encoded:
-    """An error in Google's format: ``{"error": {"code", "message", "status"}}`` (``param`` is named in the
-    message, as Google's errors name the field there)."""
+    """An error in Google's format: ``{"error": {"code", "message", "status"}}`` (Google's errors name the field in
+    the message: ``param`` is taken for the same call as every protocol's, and left out)."""
     error: dict[str, Any] = {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}
     error.update(extra or {})
     return Encoded(status, JSON_HEADERS + headers, (dumps({"error": error}),))

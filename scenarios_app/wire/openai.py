@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
+from scenarios_app.exchange import ChatRequest, Failure, Message, Reply, short_id
 from scenarios_app.wire.common import (
     CREATED,
     JSON_HEADERS,
@@ -20,6 +20,7 @@ from scenarios_app.wire.common import (
     WireError,
     argument_chunks,
     bool_field,
+    by_choice,
     choice_finish,
     dumps,
     failure_http_status,
@@ -98,13 +99,6 @@ def parse_request(body: Any) -> ChatRequest:
     )
 
 
-def _choices(reply: Reply) -> dict[int, list[Block]]:
-    groups: dict[int, list[Block]] = {}
-    for block in reply.blocks:
-        groups.setdefault(block.choice, []).append(block)
-    return groups
-
-
 def _usage(reply: Reply) -> dict[str, int]:
     u = reply.usage
     return {
@@ -132,7 +126,7 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
     frames: list[bytes] = []
     pieces: list[Piece | None] = []
     position = {id(b): i for i, b in enumerate(reply.blocks)}
-    groups = _choices(reply)
+    groups = by_choice(reply)
     for index, blocks in groups.items():
         deltas: list[tuple[dict[str, Any], Piece | None]] = []
         call_index = 0
@@ -174,7 +168,7 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
 def encode_completion(reply: Reply, model: str) -> Encoded:
     """A non-streamed ``chat.completion`` object."""
     choices = []
-    for index, blocks in _choices(reply).items():
+    for index, blocks in by_choice(reply).items():
         text = "".join(b.text for b in blocks if b.type == "text")
         reasoning = "".join(b.text for b in blocks if b.type == "reasoning")
         calls = [
