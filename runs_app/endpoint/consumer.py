@@ -190,10 +190,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def handle(self, body: bytes) -> None:
         route = routes.resolve(self.scope["method"], self.scope["path"], self.headers)
-        if isinstance(route, routes.Refusal):
-            self.protocol = route.wire
-            return await self.reply(self._error(route.status, route.message))
         self.protocol = route.wire
+        if isinstance(route, routes.Refusal):
+            return await self.reply(self._error(route.status, route.message))
         if route.kind == "models":
             return await self.models()
         if route.kind == "model":

@@ -62,6 +62,7 @@ def _shown(pattern: str) -> str:
 
 
 SERVED = tuple(f"{method} {_shown(pattern)}" for method, pattern, *_ in _TABLE)
+_COMPILED = tuple((method, re.compile(pattern), kind, protocol) for method, pattern, kind, protocol in _TABLE)
 
 
 def is_provider_path(path: str) -> bool:
@@ -85,8 +86,8 @@ def resolve(method: str, path: str, headers: Mapping[str, str]) -> Route | Refus
     """The route for a request, or why it has none."""
     path = path.rstrip("/") or "/"
     allowed = []
-    for route_method, pattern, kind, protocol in _TABLE:
-        match = re.fullmatch(pattern, path)
+    for route_method, pattern, kind, protocol in _COMPILED:
+        match = pattern.fullmatch(path)
         if match is None:
             continue
         if route_method != method:
