@@ -125,3 +125,23 @@ def test_it_serves_the_v1beta_api_version_too(harness_server, api_key, transacti
     )
     assert client.models.generate_content(model="gemini-2.5-flash", contents="v1beta-gemini").text == "On v1beta."
     assert "models/v1beta-gemini" in [model.name for model in client.models.list()]
+
+
+def test_it_takes_the_key_from_the_query_and_never_records_it(harness_server, transactional_db):
+    import httpx2
+
+    from runs_app.models import Run
+
+    make_scenario("keyed-gemini", [{"turn": 1, "response": {"kind": "text", "assistant_text": "Keyed."}}])
+    body = {"contents": [{"role": "user", "parts": [{"text": "keyed-gemini"}]}]}
+    url = f"{harness_server.url}/v1beta/models/gemini-2.5-flash:generateContent"
+    for key in ("secret-key-one", "secret-key-two"):
+        response = httpx2.post(url, params={"key": key}, json=body, timeout=20)
+        assert response.status_code == 200
+
+    def both_runs() -> list[Run] | None:
+        runs = list(Run.objects.filter(scenario_id="keyed-gemini", status="passed"))
+        return runs if len(runs) == 2 else None
+
+    runs = wait_for(both_runs, message="a run for each key")
+    assert not any("secret-key" in str(event.data) for run in runs for event in run.events.all())
