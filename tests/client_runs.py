@@ -53,6 +53,12 @@ def paths(run: Any) -> set[str]:
     return {event.data["path"].split("?")[0] for event in run.events.filter(kind="request")}
 
 
+def threads(run: Any) -> list[str | None]:
+    """For each request of the run in order, the Anthropic message thread it asked for (create, continue or None)."""
+    requests = run.events.filter(kind="request").order_by("seq")
+    return [(event.data["body"].get("thread") or {}).get("type") for event in requests]
+
+
 def streaming(path: str) -> str:
     """The path a client streams from: Gemini's differs, the others' is the same."""
     return path.replace(":generateContent", ":streamGenerateContent")

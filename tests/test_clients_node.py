@@ -27,6 +27,7 @@ from tests.client_runs import (
     stream_scenario,
     streaming,
     text_scenario,
+    threads,
     tools_scenario,
 )
 
@@ -97,4 +98,7 @@ else:
         scenario = tools_scenario(f"node-{client}")
         got = run_client(harness_server, api_key, client, "tools", scenario)
         assert got["text"] == ANSWER and got["calls"] == ["Paris"]
-        assert paths(played(scenario, [1, 2])) == {CLIENTS[client]}
+        run = played(scenario, [1, 2])
+        assert paths(run) == {CLIENTS[client]}
+        if client == "anthropic-messages":  # the tool runner threads the conversation by default
+            assert threads(run) == ["create", "continue"]

@@ -23,6 +23,7 @@ from tests.client_runs import (
     stream_scenario,
     streaming,
     text_scenario,
+    threads,
     tools_scenario,
 )
 
@@ -414,4 +415,7 @@ def test_tool_loop(client: Client, harness: Harness) -> None:
     scenario = tools_scenario(client.name)
     assert client.tools(harness, scenario) == ANSWER
     assert harness.calls == ["Paris"]
-    assert paths(played(scenario, [1, 2])) == {client.path}
+    run = played(scenario, [1, 2])
+    assert paths(run) == {client.path}
+    if client.name == "anthropic-messages":  # the tool runner threads the conversation by default
+        assert threads(run) == ["create", "continue"]
