@@ -7,7 +7,7 @@ PORT ?= 8000
 # The PostgreSQL the backend tests run on (pytest-django creates and drops test_<name>).
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/harness
 
-.PHONY: setup browser migrate examples run serve-fast test lint format screenshots bench clean
+.PHONY: setup browser clients migrate examples run serve-fast test lint format screenshots bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,14 @@ setup: $(BIN)/.installed
 # The browser tests drive Debian's Chromium (never a browser download).
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+# The node clients tests/test_clients_node.py runs (tests/clients/package-lock.json), when node is on the machine.
+clients:
+	@if ! command -v node >/dev/null 2>&1; then \
+		echo "node is not installed: the node client tests (tests/test_clients_node.py) are not collected"; \
+	elif [ ! tests/clients/node_modules/.package-lock.json -nt tests/clients/package-lock.json ]; then \
+		npm ci --prefix tests/clients --no-audit --no-fund --loglevel=error; \
+	fi
 
 migrate: setup
 	$(BIN)/python manage.py migrate --noinput
@@ -45,7 +53,7 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint browser
+test: lint browser clients
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/pytest -q
 	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m backends -p no:cacheprovider
@@ -58,4 +66,4 @@ bench: examples
 	$(BIN)/python tests/benchmarks/load.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .test-db-*
+	rm -rf $(VENV) .pytest_cache .ruff_cache .test-db-* tests/clients/node_modules
