@@ -49,6 +49,9 @@ class ChatRequest:
     reasoning_enabled: bool = False
     stream: bool = False
     include_usage: bool = False
+    # How a stream is framed where a protocol frames it more than one way (Gemini: "sse" for ?alt=sse, else "json",
+    # one JSON array written as it grows); "" for the protocol's only way.
+    framing: str = ""
     # The client may refer back to this answer by its id (a stored response, a message thread): the endpoint keeps
     # its conversation, and gives it an id of its own conversation.
     keep: bool = False

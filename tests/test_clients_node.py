@@ -80,21 +80,27 @@ if NODE is None:
 else:
 
     @pytest.mark.parametrize("client", CLIENTS)
-    def test_text(client: str, harness_server: Any, api_key: str, transactional_db: None) -> None:
+    def test_it_answers_text_through_each_client(
+        client: str, harness_server: Any, api_key: str, transactional_db: None
+    ) -> None:
         scenario = text_scenario(f"node-{client}")
         got = run_client(harness_server, api_key, client, "text", scenario)
         assert got["text"] == TEXT
         assert paths(played(scenario, [1])) == {CLIENTS[client]}
 
     @pytest.mark.parametrize("client", CLIENTS)
-    def test_stream(client: str, harness_server: Any, api_key: str, transactional_db: None) -> None:
+    def test_it_streams_through_each_client(
+        client: str, harness_server: Any, api_key: str, transactional_db: None
+    ) -> None:
         scenario = stream_scenario(f"node-{client}")
         got = run_client(harness_server, api_key, client, "stream", scenario)
         assert got["text"] == STREAMED == "".join(got["deltas"]) and len(got["deltas"]) > 1
         assert paths(played(scenario, [1])) == {streaming(CLIENTS[client])}
 
     @pytest.mark.parametrize("client", CLIENTS)
-    def test_tool_loop(client: str, harness_server: Any, api_key: str, transactional_db: None) -> None:
+    def test_it_runs_each_client_s_own_tool_loop(
+        client: str, harness_server: Any, api_key: str, transactional_db: None
+    ) -> None:
         scenario = tools_scenario(f"node-{client}")
         got = run_client(harness_server, api_key, client, "tools", scenario)
         assert got["text"] == ANSWER and got["calls"] == ["Paris"]

@@ -145,3 +145,22 @@ def test_it_takes_the_key_from_the_query_and_never_records_it(harness_server, tr
 
     runs = wait_for(both_runs, message="a run for each key")
     assert not any("secret-key" in str(event.data) for run in runs for event in run.events.all())
+
+
+def test_it_streams_a_json_array_unless_asked_for_sse(harness_server, api_key, transactional_db):
+    import json
+
+    import httpx2
+
+    make_scenario(
+        "array-gemini", [{"turn": 1, "response": {"kind": "text", "assistant_text": "one two three four five six"}}]
+    )
+    url = f"{harness_server.url}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    body = {"contents": [{"role": "user", "parts": [{"text": "array-gemini"}]}]}
+    response = httpx2.post(
+        url, params={"$alt": "json;enum-encoding=int"}, json=body, headers={"x-goog-api-key": api_key}, timeout=20
+    )
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    chunks = json.loads(response.content)
+    assert "".join(c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks) == "one two three four five six"
+    assert chunks[-1]["usageMetadata"]["totalTokenCount"] == 96 and len(chunks) == 2

@@ -189,7 +189,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     # -- handling ------------------------------------------------------------------------------------------------
 
     async def handle(self, body: bytes) -> None:
-        route = routes.resolve(self.scope["method"], self.scope["path"], self.headers)
+        query = self.scope.get("query_string", b"").decode("latin-1")
+        route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, query)
         self.protocol = route.wire
         if isinstance(route, routes.Refusal):
             return await self.reply(self._error(route.status, route.message))

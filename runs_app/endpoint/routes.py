@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qs
 
 from scenarios_app import wire
 from scenarios_app.wire import anthropic, gemini, openai, responses
@@ -82,8 +83,8 @@ def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
     return openai
 
 
-def resolve(method: str, path: str, headers: Mapping[str, str]) -> Route | Refusal:
-    """The route for a request, or why it has none."""
+def resolve(method: str, path: str, headers: Mapping[str, str], query: str = "") -> Route | Refusal:
+    """The route for a request (``query`` its query string), or why it has none."""
     path = path.rstrip("/") or "/"
     allowed = []
     for route_method, pattern, kind, protocol in _COMPILED:
@@ -95,7 +96,9 @@ def resolve(method: str, path: str, headers: Mapping[str, str]) -> Route | Refus
             continue
         groups = match.groupdict()
         param = groups.pop("param", None) or ""
-        fields = tuple(protocol.path_fields(param, **groups).items()) if groups and protocol else ()
+        fields = (
+            tuple(protocol.path_fields(param, **groups, query=parse_qs(query)).items()) if groups and protocol else ()
+        )
         return Route(kind, protocol or error_wire(path, headers), param, fields)
     if allowed:
         message = f"Method {method} not allowed on {path}; use {' or '.join(allowed)}"

@@ -9,7 +9,8 @@ ask for their answer to be kept (``ChatRequest.keep``: clients refer back to it 
 ``response_object``, ``continued`` and ``encode_unknown_answer``.
 
 A protocol whose path holds values (Gemini's model) gives a ``PATH_PATTERN`` with named groups and
-``path_fields(**groups)``, the request fields they set. A new protocol is one more module here, listed in ``WIRES``.
+``path_fields(**groups, query=…)``, the request fields they (and the query string) set. A new protocol is one more
+module here, listed in ``WIRES``.
 """
 
 from __future__ import annotations

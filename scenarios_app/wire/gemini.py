@@ -10,6 +10,7 @@ The model and whether to stream come from the path (:func:`path_fields`). Text, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -50,9 +51,13 @@ _STATUS_NAMES = {
 }
 
 
-def path_fields(model: str, method: str) -> dict[str, Any]:
-    """What the path says of a request: its model, and whether it streams."""
-    return {"model": model, "stream": method == "streamGenerateContent"}
+def path_fields(model: str, method: str, query: Mapping[str, list[str]]) -> dict[str, Any]:
+    """What the path and query say of a request: its model, whether it streams, and how: ``alt=sse`` (what
+    google-genai asks) gets server-sent events, anything else (``alt=json``, ``$alt=json;enum-encoding=int`` as
+    google-api-core asks, or none) one JSON array of responses written as it grows."""
+    alt = (query.get("alt") or query.get("$alt") or [""])[0]
+    stream = method == "streamGenerateContent"
+    return {"model": model, "stream": stream, "framing": "sse" if alt == "sse" else "json"}
 
 
 def _get(raw: dict[str, Any], camel: str, snake: str) -> Any:
@@ -244,10 +249,25 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
     return Encoded(200, SSE_HEADERS, tuple(frames), tuple(piece for _, _, piece in chunks))
 
 
+def encode_json_stream(reply: Reply, model: str) -> Encoded:
+    """A stream framed as one JSON array (``alt`` other than ``sse``): ``[`` and the first response, then
+    ``,`` and each next one, then ``]``, with the same responses the server-sent events carry."""
+    events = encode_stream(reply, model)
+    frames = [b"[" if i == 0 else b",\r\n" for i in range(len(events.frames))]
+    bodies = tuple(
+        f + frame.removeprefix(b"data: ").removesuffix(b"\n\n") for f, frame in zip(frames, events.frames, strict=True)
+    )
+    return Encoded(200, JSON_HEADERS, (*bodies, b"]"), (*events.pieces, None))
+
+
 def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
-    """The answer as the request asked for it (the path said whether to stream)."""
+    """The answer as the request asked for it (the path said whether to stream, the query how)."""
     if request.stream:
-        return encode_stream(reply, request.model)
+        return (
+            encode_stream(reply, request.model)
+            if request.framing == "sse"
+            else encode_json_stream(reply, request.model)
+        )
     return encode_response(reply, request.model)
 
 
