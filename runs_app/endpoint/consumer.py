@@ -189,8 +189,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     # -- handling ------------------------------------------------------------------------------------------------
 
     async def handle(self, body: bytes) -> None:
-        query = self.scope.get("query_string", b"").decode("latin-1")
-        route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, query)
+        self.query = self.scope.get("query_string", b"").decode("latin-1")
+        route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, self.query)
         self.protocol = route.wire
         if isinstance(route, routes.Refusal):
             return await self.reply(self._error(route.status, route.message))
@@ -253,7 +253,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()
         self.turn = request.turn
-        query_key = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("key", [""])[0]
+        query_key = parse_qs(self.query).get("key", [""])[0]  # Gemini's ?key=
         key = conversation_key(self.headers, request, query_key)
         run = await recorder.resolve(explicit, key, request.turn, request.protocol)
         self.run = run
