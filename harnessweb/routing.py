@@ -7,8 +7,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
+from harnessweb.engine.routes import is_provider_path
 from runs_app.endpoint.consumer import FakeEndpointConsumer
-from runs_app.endpoint.routes import is_provider_path
 from runs_app.live.consumers import RunsListConsumer, RunTimelineConsumer
 
 # The live pages: the session cookie says who is watching (the consumers refuse anonymous sockets) and the Origin

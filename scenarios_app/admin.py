@@ -11,8 +11,8 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from harnessweb.engine import schemas
 from harnessweb.text import pretty_json
-from scenarios_app import schemas
 from scenarios_app.models import Scenario
 
 

@@ -27,7 +27,7 @@ from harnessweb.apikit import (
     read_json,
     unstorable_path,
 )
-from scenarios_app import schemas
+from harnessweb.engine import schemas
 from scenarios_app.models import Scenario
 
 router = Router()

@@ -23,9 +23,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from pydantic import ValidationError
 
+from harnessweb.engine.playback import Catalog
+from harnessweb.engine.schemas import Scenario
 from scenarios_app import models
-from scenarios_app.playback import Catalog
-from scenarios_app.schemas import Scenario
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()

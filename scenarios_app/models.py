@@ -9,7 +9,7 @@ from django.db import models, transaction
 from django.db.models import Count, Max, Sum
 from django.urls import reverse
 
-from scenarios_app import schemas
+from harnessweb.engine import schemas
 
 # Ids that name the scenario list's own pages: such a scenario's editor is reached at <id>/edit/ instead.
 RESERVED_IDS = frozenset({"new", "import", "editor"})

@@ -10,9 +10,9 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.text import pretty_json
 from scenarios_app.models import Scenario, ScenarioVersion
-from scenarios_app.schemas import Scenario as ScenarioSchema
 
 
 def restore_version(version: ScenarioVersion, user: Any = None) -> tuple[Scenario, str]:

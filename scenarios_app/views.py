@@ -23,11 +23,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from pydantic import ValidationError
 
 from harnessweb.apikit import unstorable_path
+from harnessweb.engine import loader
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.htmx import vary_on_htmx, wants_partial
-from scenarios_app import loader
 from scenarios_app.editor.raw import to_raw
 from scenarios_app.models import Scenario, ScenarioVersion
-from scenarios_app.schemas import Scenario as ScenarioSchema
 from scenarios_app.versions import diff_lines, restore_version
 
 # -- the list -----------------------------------------------------------------------------------------------------

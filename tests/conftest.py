@@ -144,8 +144,8 @@ def claude(harness_server: LiveServer, api_key: str, transactional_db: None) -> 
 
 def make_scenario(scenario_id: str = "demo", turns: list[dict[str, Any]] | None = None, **fields: Any) -> Any:
     """Store a scenario (validated by the schema) and return its schema object."""
+    from harnessweb.engine.schemas import Scenario as ScenarioSchema
     from scenarios_app.models import Scenario
-    from scenarios_app.schemas import Scenario as ScenarioSchema
 
     if turns is None:
         turns = [{"turn": 1, "response": {"kind": "text", "assistant_text": "Hello from the harness."}}]

@@ -10,21 +10,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harnessweb", "runs_app", "scenarios_app")
-# No Django: the engine, the wire protocols, the scenario files, the editor's form mapping, the resilience analysis.
+# No Django: the core (harnessweb.engine, below), the editor's form mapping, the resilience analysis.
 PURE = (
     "harnessweb.text",
-    "scenarios_app.loader",
-    "scenarios_app.schemas",
-    "scenarios_app.exchange",
-    "scenarios_app.expectations",
-    "scenarios_app.fallback",
-    "scenarios_app.playback",
     "scenarios_app.editor.fields",
     "scenarios_app.editor.mapping",
     "scenarios_app.editor.binding",
     "scenarios_app.editor.raw",
     "runs_app.live.resilience",
-    "runs_app.endpoint.routes",
 )
 # Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
 PURE_LIBRARIES = {"orjson", "pydantic", "yaml"}
@@ -46,10 +39,8 @@ def project_modules() -> dict[str, Path]:
 
 
 MODULES = project_modules()
-# Every protocol module is pure too.
-PURE += tuple(
-    sorted(name for name in MODULES if name == "scenarios_app.wire" or name.startswith("scenarios_app.wire."))
-)
+# Every module of the core (the engine, the protocols, the route table, scenario files) is pure too.
+PURE += tuple(sorted(name for name in MODULES if name == "harnessweb.engine" or name.startswith("harnessweb.engine.")))
 
 
 def imports_of(name: str) -> set[str]:
@@ -75,7 +66,7 @@ def project_imports(name: str) -> set[str]:
 
 
 def test_it_finds_the_modules_it_checks() -> None:
-    assert {"scenarios_app.playback", "runs_app.endpoint.consumer", "harnessweb.apikit"} <= set(MODULES)
+    assert {"harnessweb.engine.playback", "runs_app.endpoint.consumer", "harnessweb.apikit"} <= set(MODULES)
     assert set(PURE) <= set(MODULES)
 
 
@@ -93,7 +84,7 @@ def test_it_keeps_the_engine_and_the_encoders_pure(name: str) -> None:
     for imported in imports_of(name):
         top = imported.split(".")[0]
         if imported in PACKAGES:
-            continue  # ``from scenarios_app import loader``: the package's __init__ is a docstring
+            continue  # ``from harnessweb.engine import loader``: the package's __init__ is a docstring
         if top in PACKAGES:
             assert imported in PURE, f"{name} imports {imported}, which is not pure"
         else:
@@ -149,8 +140,8 @@ def test_every_module_says_what_it_owns_and_stays_one_room(name: str) -> None:
 
 
 def test_every_protocol_answers_the_consumer_s_calls_the_same_way() -> None:
-    from scenarios_app import wire
-    from scenarios_app.exchange import Failure
+    from harnessweb.engine import wire
+    from harnessweb.engine.exchange import Failure
 
     assert {"openai", "anthropic", "completions"} <= set(wire.BY_NAME)
     assert wire.for_path("/v1/responses") is wire.BY_NAME["responses"]

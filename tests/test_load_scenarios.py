@@ -15,11 +15,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from scenarios_app import schemas
-from scenarios_app.exchange import ChatRequest, Message
-from scenarios_app.loader import ScenarioFileError, dump_scenario, read_scenario_files
+from harnessweb.engine import schemas
+from harnessweb.engine.exchange import ChatRequest, Message
+from harnessweb.engine.loader import ScenarioFileError, dump_scenario, read_scenario_files
+from harnessweb.engine.playback import Catalog, decide
 from scenarios_app.models import Scenario
-from scenarios_app.playback import Catalog, decide
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "scenarios_app" / "examples"

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.exchange import (
+from harnessweb.engine.exchange import (
     FALLBACK_CHUNK_WORDS,
     Block,
     ChatRequest,
@@ -23,7 +23,7 @@ from scenarios_app.exchange import (
     sign_thinking,
     word_chunks,
 )
-from scenarios_app.fallback import (
+from harnessweb.engine.fallback import (
     FALLBACK_INTERVAL_MS,
     INSTRUCTION_END,
     INSTRUCTION_START,
@@ -32,7 +32,7 @@ from scenarios_app.fallback import (
     lorem_length,
     stable_hash,
 )
-from scenarios_app.playback import (
+from harnessweb.engine.playback import (
     FINAL_REPORT_CALL_ID,
     FINAL_REPORT_TOOL,
     Catalog,
@@ -40,9 +40,9 @@ from scenarios_app.playback import (
     decide,
     select_scenario,
 )
-from scenarios_app.schemas import Scenario
-from scenarios_app.wire import anthropic as anthropic_wire
-from scenarios_app.wire import openai as openai_wire
+from harnessweb.engine.schemas import Scenario
+from harnessweb.engine.wire import anthropic as anthropic_wire
+from harnessweb.engine.wire import openai as openai_wire
 
 KEY = "test-signature-key"
 
@@ -1013,7 +1013,7 @@ def test_it_falls_back_to_lorem_for_instructions_with_impossible_lengths_or_no_c
 
 
 def test_it_raises_instead_of_lorem_when_an_unmatched_request_asks_for_an_error() -> None:
-    from scenarios_app.exchange import NothingMatched
+    from harnessweb.engine.exchange import NothingMatched
 
     request = make_request("what now?")
     with pytest.raises(NothingMatched, match="the first user message 'what now\\?' is no scenario id"):

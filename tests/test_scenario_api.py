@@ -9,8 +9,8 @@ from typing import Any
 import httpx2
 import pytest
 
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from scenarios_app.models import Scenario
-from scenarios_app.schemas import Scenario as ScenarioSchema
 from tests.conftest import make_client, make_token
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from harnessweb.engine.loader import ScenarioFileError
+from harnessweb.engine.schemas import Scenario
 from scenarios_app.editor import binding, fields, mapping, raw
-from scenarios_app.loader import ScenarioFileError
-from scenarios_app.schemas import Scenario
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "scenarios_app" / "examples"
 

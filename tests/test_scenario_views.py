@@ -16,13 +16,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
+from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
+from harnessweb.engine.wire import anthropic as anthropic_wire
+from harnessweb.engine.wire import openai as openai_wire
 from scenarios_app.editor import fields, mapping, raw
 from scenarios_app.editor.preview import try_body
 from scenarios_app.models import Scenario, ScenarioVersion
-from scenarios_app.playback import Catalog, decide
-from scenarios_app.schemas import Scenario as ScenarioSchema
-from scenarios_app.wire import anthropic as anthropic_wire
-from scenarios_app.wire import openai as openai_wire
 from tests.conftest import make_run, make_scenario, make_user
 
 pytestmark = pytest.mark.django_db

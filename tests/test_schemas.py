@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from scenarios_app.schemas import Scenario, format_validation_error
+from harnessweb.engine.schemas import Scenario, format_validation_error
 
 
 def text_turn(number: int = 1, **fields: Any) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.exchange import Block, Failure, InvalidRequest, Message, Reply, Thinking, Usage, sign_thinking
-from scenarios_app.playback import Catalog, decide
-from scenarios_app.schemas import Scenario
-from scenarios_app.wire.anthropic import (
+from harnessweb.engine.exchange import Block, Failure, InvalidRequest, Message, Reply, Thinking, Usage, sign_thinking
+from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.schemas import Scenario
+from harnessweb.engine.wire.anthropic import (
     encode_error,
     encode_failure,
     encode_message,
@@ -23,7 +23,7 @@ from scenarios_app.wire.anthropic import (
     malformed,
     parse_request,
 )
-from scenarios_app.wire.common import WireError
+from harnessweb.engine.wire.common import WireError
 from tests.sse import parse_sse as parse_chunks
 
 KEY = "anthropic-test-key"

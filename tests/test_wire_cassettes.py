@@ -16,9 +16,9 @@ import httpx2
 import openai
 import pytest
 
-from scenarios_app.wire import anthropic as anthropic_wire
-from scenarios_app.wire import gemini as gemini_wire
-from scenarios_app.wire import openai as openai_wire
+from harnessweb.engine.wire import anthropic as anthropic_wire
+from harnessweb.engine.wire import gemini as gemini_wire
+from harnessweb.engine.wire import openai as openai_wire
 from tests.conftest import VCR_DIR, make_scenario
 from tests.sse import SSEParser, parse_sse
 

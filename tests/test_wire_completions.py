@@ -1,4 +1,4 @@
-"""Legacy text completions (scenarios_app/wire/completions.py): the prompt as one user message, text_completion
+"""Legacy text completions (harnessweb/engine/wire/completions.py): the prompt as one user message, text_completion
 choices out, streamed as the real API streams them."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from scenarios_app.exchange import Block, Reply, Usage
-from scenarios_app.wire import completions
-from scenarios_app.wire.common import WireError
+from harnessweb.engine.exchange import Block, Reply, Usage
+from harnessweb.engine.wire import completions
+from harnessweb.engine.wire.common import WireError
 
 REPLY = Reply(
     blocks=(Block(type="reasoning", text="hidden"), Block(type="text", text="one two three")),

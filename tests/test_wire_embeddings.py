@@ -1,4 +1,5 @@
-"""Deterministic embeddings (scenarios_app/wire/embeddings.py): the same vector for the same text on every machine."""
+"""Deterministic embeddings (harnessweb/engine/wire/embeddings.py): the same vector for the same text on every
+machine."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import struct
 import orjson
 import pytest
 
-from scenarios_app.wire.common import WireError
-from scenarios_app.wire.embeddings import encode_embeddings, parse_request, vector
+from harnessweb.engine.wire.common import WireError
+from harnessweb.engine.wire.embeddings import encode_embeddings, parse_request, vector
 
 
 def test_it_gives_the_same_vector_on_every_machine() -> None:

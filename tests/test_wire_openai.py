@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 import pytest
 
-from scenarios_app.exchange import Block, Failure, Message, Reply, Usage, sign_thinking
-from scenarios_app.playback import Catalog, decide
-from scenarios_app.schemas import Scenario
-from scenarios_app.wire.common import CREATED, WireError
-from scenarios_app.wire.openai import (
+from harnessweb.engine.exchange import Block, Failure, Message, Reply, Usage, sign_thinking
+from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.schemas import Scenario
+from harnessweb.engine.wire.common import CREATED, WireError
+from harnessweb.engine.wire.openai import (
     DONE,
     encode_completion,
     encode_error,

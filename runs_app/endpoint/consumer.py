@@ -11,26 +11,25 @@ import hashlib
 import logging
 import time
 import uuid
-from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
-import orjson
 from asgiref.sync import sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app.endpoint import conversations, routes
+from harnessweb.engine import respond, routes
+from harnessweb.engine.exchange import ChatRequest, Decision, InvalidRequest, NothingMatched, ScenarioNotFound
+from harnessweb.engine.playback import decide
+from harnessweb.engine.wire import embeddings, responses
+from harnessweb.engine.wire.common import Encoded, Piece, WireError
+from runs_app.endpoint import conversations
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
-from scenarios_app.exchange import ChatRequest, Decision, InvalidRequest, NothingMatched, ScenarioNotFound
-from scenarios_app.playback import decide
-from scenarios_app.wire import anthropic, embeddings, responses
-from scenarios_app.wire.common import Encoded, Piece, WireError
 
 log = logging.getLogger(__name__)
 RUN_HEADER = "x-harness-run"
@@ -48,18 +47,6 @@ def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: s
     api_key = next((headers[name] for name in API_KEY_HEADERS if headers.get(name)), query_key)
     raw = "\x1f".join((request.protocol, api_key, request.system, request.first_user))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:
-    reply = decision.reply
-    return {
-        "text": reply.text,
-        "reasoning": reply.reasoning,
-        "tool_calls": reply.tool_calls,
-        "finish_reason": reply.finish,
-        "usage": vars(reply.usage),
-        "chunks": encoded.content_frames,
-    }
 
 
 def close_connection(send: Any) -> None:
@@ -151,6 +138,12 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     # -- sending -------------------------------------------------------------------------------------------------
 
+    async def send_out(self, out: respond.Outgoing) -> None:
+        """Send a response as the engine planned it: held, paced, or cut after some frames."""
+        if out.hold_ms:
+            await self.pause(out.hold_ms / 1000)
+        await self.reply(out.encoded, interval_ms=out.interval_ms, drop_after=out.drop_after)
+
     async def reply(self, encoded: Encoded, *, interval_ms: int = 0, drop_after: int | None = None) -> None:
         """Send an encoded response; ``drop_after`` frames cuts the connection there (a simulated network error)."""
         headers = list(encoded.headers)
@@ -204,20 +197,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.reply(self._error(404, f"Response with id '{route.param}' not found."))
             return await self.reply(responses.encode_object(kept))
         try:
-            payload = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            return await self.reply(self._error(400, f"The request body is not valid JSON: {exc}"))
-        try:
-            if route.kind == "embeddings":
-                return await self.embed(embeddings.parse_request(payload))
-            if route.kind == "count_tokens":
-                return await self.reply(anthropic.encode_token_count(anthropic.parse_count_request(payload)))
-            request = self.protocol.parse_request(payload)
-            if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
-                request = replace(request, **dict(route.fields))
+            payload, request = respond.read_request(route, body)
             explicit = self._run_header()
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
+        if isinstance(request, Encoded):
+            return await self.reply(request)
+        if isinstance(request, embeddings.EmbeddingRequest):
+            return await self.embed(request)
         if request.continues:
             full = await conversations.continued(self.protocol, request)
             if full is None:
@@ -321,15 +308,16 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
         reply = decision.reply
         if request.keep:
-            reply = conversations.own_reply(request, reply)
+            reply = respond.own_reply(request, reply)
             # Before the first byte: a client may continue from this answer as soon as it has read it.
             await conversations.remember(self.protocol, request, reply)
-        encoded = self.protocol.encode_reply(reply, request)
-        await self.reply(encoded, interval_ms=reply.interval_ms if request.stream else 0)
+        out = respond.reply_outgoing(self.protocol, reply, request)
+        encoded = out.encoded
+        await self.send_out(out)
         run = self.run
         assert run is not None
         recorder = get_recorder()
-        summary = response_summary(decision, encoded)
+        summary = respond.response_summary(decision, encoded)
         summary.update(self._timings(), status=encoded.status, stream=request.stream)
         recorder.event(run, "response", decision.turn, summary)
         served = run.turns_served | {decision.turn}
@@ -356,40 +344,22 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             "retry_after_ms": failure.retry_after_ms,
         }
         recorder.event(self.run, "failure_injected", decision.turn, data)
-        protocol = self.protocol
-        if failure.status == "timeout":
-            hold = failure.retry_after_ms if failure.retry_after_ms is not None else settings.HARNESS_TIMEOUT_HOLD_MS
-            await self.pause(hold / 1000)
-            encoded = protocol.encode_failure(failure, self.request_id)
-            await self.reply(encoded)
-        elif failure.status == "network_error":
-            await self.serve_dropped(decision, request)
-            encoded = None
-        elif failure.status == "invalid_response":
-            encoded = protocol.malformed(request.stream)
-            await self.reply(encoded)
-        else:
-            encoded = protocol.encode_failure(failure, self.request_id)
-            await self.reply(encoded)
+        hold = settings.HARNESS_TIMEOUT_HOLD_MS
+        out = respond.failure_outgoing(self.protocol, failure, decision, request, self.request_id, hold)
+        await self.send_out(out)
+        dropped = out.drop_after is not None
         recorder.event(
             self.run,
             "response",
             decision.turn,
             {
                 **self._timings(),
-                "status": encoded.status if encoded else None,
+                "status": None if dropped else out.encoded.status,
                 "failure": failure.status,
                 "stream": request.stream,
-                "dropped": encoded is None,
+                "dropped": dropped,
             },
         )
-
-    async def serve_dropped(self, decision: Decision, request: ChatRequest) -> None:
-        full = self.protocol.encode_reply(decision.reply, request)
-        if not request.stream:  # cut the JSON body in two
-            body = full.body
-            full = Encoded(full.status, full.headers, (body[: len(body) // 2], body[len(body) // 2 :]))
-        await self.reply(full, drop_after=max(1, len(full.frames) // 2))
 
     def _timings(self) -> dict[str, float | None]:
         now = time.perf_counter()

@@ -24,8 +24,8 @@ from django.db import IntegrityError, close_old_connections, connection, models,
 from django.db.models import F, Max
 from django.utils import timezone
 
+from harnessweb.engine.wire.common import Piece
 from runs_app.models import AttemptCounter, Run, RunEvent
-from scenarios_app.wire.common import Piece
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000

@@ -10,15 +10,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harnessweb.engine import wire
+from harnessweb.engine.expectations import expectations
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
+from harnessweb.engine.schemas import ScenarioTurn
+from harnessweb.engine.wire.common import WireError
 from harnessweb.text import plural, pretty_json
 from runs_app.live.resilience import format_ms
 from runs_app.models import Run, RunEvent
-from scenarios_app import wire
-from scenarios_app.expectations import expectations
 from scenarios_app.models import Scenario
-from scenarios_app.schemas import Scenario as ScenarioSchema
-from scenarios_app.schemas import ScenarioTurn
-from scenarios_app.wire.common import WireError
 
 EVENT_LOOK = {
     # kind: (label, icon, tone)

@@ -13,10 +13,10 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from harnessweb.engine import wire
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
 from runs_app.models import Run, RunEvent
-from scenarios_app import wire
 from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harnessweb.engine.schemas import Scenario, ScenarioTurn, TextResponse
 from harnessweb.text import pretty_json
 from scenarios_app.editor.fields import (
     ALL,
@@ -27,7 +28,6 @@ from scenarios_app.editor.fields import (
     parse_form,
     walk_fields,
 )
-from scenarios_app.schemas import Scenario, ScenarioTurn, TextResponse
 
 
 def split_list(text: str) -> list[str]:

@@ -12,7 +12,8 @@ from django.shortcuts import get_object_or_404
 from pydantic import ValidationError
 
 from harnessweb.apikit import unstorable_path
-from scenarios_app import loader
+from harnessweb.engine import loader
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from scenarios_app.editor.binding import bind
 from scenarios_app.editor.fields import (
     ALL,
@@ -37,7 +38,6 @@ from scenarios_app.editor.mapping import (
 )
 from scenarios_app.editor.raw import from_raw, raw_errors, to_raw
 from scenarios_app.models import Scenario
-from scenarios_app.schemas import Scenario as ScenarioSchema
 
 MATCH_LABELS = {
     "model": "Model",

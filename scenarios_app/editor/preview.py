@@ -9,11 +9,11 @@ from typing import Any
 
 from django.conf import settings
 
+from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.schemas import Scenario as ScenarioSchema
+from harnessweb.engine.wire import BY_NAME
 from harnessweb.text import pretty_json
 from scenarios_app.models import Scenario
-from scenarios_app.playback import Catalog, decide
-from scenarios_app.schemas import Scenario as ScenarioSchema
-from scenarios_app.wire import BY_NAME
 
 # The protocols whose requests carry a whole conversation, so any turn can be previewed.
 PREVIEW_PROTOCOLS = {name: BY_NAME[name].LABEL for name in ("openai", "anthropic")}

@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harnessweb.engine import loader
+from harnessweb.engine.schemas import Scenario
 from harnessweb.text import pretty_json
-from scenarios_app import loader
-from scenarios_app.schemas import Scenario
 
 
 class _RawDumper(yaml.SafeDumper):

@@ -65,7 +65,7 @@ STORE_SCENARIO = """
 import json, sys
 import django
 django.setup()
-from scenarios_app import schemas
+from harnessweb.engine import schemas
 from scenarios_app.models import Scenario
 Scenario.upsert(schemas.Scenario.model_validate(json.load(open(sys.argv[1]))))
 print(Scenario.objects.count())

@@ -8,9 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from pydantic import ValidationError
 
-from scenarios_app.loader import dump_scenario
+from harnessweb.engine.loader import dump_scenario
+from harnessweb.engine.schemas import format_validation_error
 from scenarios_app.models import Scenario
-from scenarios_app.schemas import format_validation_error
 
 
 class Command(BaseCommand):

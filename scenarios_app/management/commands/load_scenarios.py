@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from scenarios_app.loader import ScenarioFileError, read_scenario_files
+from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
 from scenarios_app.models import Scenario
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from scenarios_app.exchange import ChatRequest, Failure, Message, Reply, short_id
-from scenarios_app.wire.common import (
+from harnessweb.engine.exchange import ChatRequest, Failure, Message, Reply, short_id
+from harnessweb.engine.wire.common import (
     CREATED,
     JSON_HEADERS,
     SSE_HEADERS,

@@ -3,7 +3,7 @@ streamed as ``data:`` chunks ending with ``data: [DONE]``. Pure.
 
 The prompt is one user message, so a request always plays turn 1. The answer's text is what the engine's reply
 says; reasoning and tool calls have no place in this API and are left out. Errors, failures and the model list are
-the OpenAI platform's (:mod:`scenarios_app.wire.openai`).
+the OpenAI platform's (:mod:`harnessweb.engine.wire.openai`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from scenarios_app.exchange import Block, ChatRequest, Message, Reply, short_id
-from scenarios_app.wire.common import (
+from harnessweb.engine.exchange import Block, ChatRequest, Message, Reply, short_id
+from harnessweb.engine.wire.common import (
     CREATED,
     JSON_HEADERS,
     SSE_HEADERS,
@@ -26,7 +26,7 @@ from scenarios_app.wire.common import (
     number_or_none,
     text_chunks,
 )
-from scenarios_app.wire.openai import (
+from harnessweb.engine.wire.openai import (
     DONE,
     REQUEST_ID_HEADER,
     encode_error,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scenarios_app.exchange import ChatRequest, sanitize_tool_name
-from scenarios_app.schemas import Scenario, ScenarioTurn
+from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
+from harnessweb.engine.schemas import Scenario, ScenarioTurn
 
 TOLERANCE = 1e-6
 

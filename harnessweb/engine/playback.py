@@ -1,10 +1,10 @@
 """The engine: given the catalog of scenarios and one parsed request, decide the answer.
 
 Pure and deterministic: no Django, no I/O, no clock. The endpoints parse a request into a neutral
-:class:`~scenarios_app.exchange.ChatRequest`, call :func:`decide`, and encode the
-:class:`~scenarios_app.exchange.Decision` for their protocol. Here: the catalog, scenario selection (header, first
+:class:`~harnessweb.engine.exchange.ChatRequest`, call :func:`decide`, and encode the
+:class:`~harnessweb.engine.exchange.Decision` for their protocol. Here: the catalog, scenario selection (header, first
 user message, match rules), scripted turns (turn = assistant messages + 1) with their expectations
-(:mod:`scenarios_app.expectations`) and failures; without a scenario, :mod:`scenarios_app.fallback` answers.
+(:mod:`harnessweb.engine.expectations`) and failures; without a scenario, :mod:`harnessweb.engine.fallback` answers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import (
+from harnessweb.engine.exchange import (
     FALLBACK_CHUNK_WORDS,
     Block,
     ChatRequest,
@@ -30,9 +30,9 @@ from scenarios_app.exchange import (
     short_id,
     sign_thinking,
 )
-from scenarios_app.expectations import system_prompt_expectations, turn_expectations
-from scenarios_app.fallback import instruction_reply, lorem_reply, parse_instruction
-from scenarios_app.schemas import (
+from harnessweb.engine.expectations import system_prompt_expectations, turn_expectations
+from harnessweb.engine.fallback import instruction_reply, lorem_reply, parse_instruction
+from harnessweb.engine.schemas import (
     EmbeddingPin,
     FinalReportResponse,
     Scenario,

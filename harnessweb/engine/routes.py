@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from scenarios_app import wire
-from scenarios_app.wire import anthropic, gemini, openai, responses
+from harnessweb.engine import wire
+from harnessweb.engine.wire import anthropic, gemini, openai, responses
 
 PREFIXES = ("/v1/", "/v1beta/")
 

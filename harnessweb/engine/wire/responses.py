@@ -4,7 +4,7 @@
 A response's id is derived from its whole conversation and answer, so the same conversation gets the same bytes,
 and a later request that names it in ``previous_response_id`` continues that conversation: the endpoint keeps
 each answer's conversation (:func:`conversation_after`) and prepends it to the new input. Errors, failures and the
-model list are the OpenAI platform's (:mod:`scenarios_app.wire.openai`).
+model list are the OpenAI platform's (:mod:`harnessweb.engine.wire.openai`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from scenarios_app.exchange import Block, ChatRequest, Message, Reply, short_id
-from scenarios_app.wire.common import (
+from harnessweb.engine.exchange import Block, ChatRequest, Message, Reply, short_id
+from harnessweb.engine.wire.common import (
     CREATED,
     JSON_HEADERS,
     SSE_HEADERS,
@@ -27,7 +27,7 @@ from scenarios_app.wire.common import (
     text_chunks,
     text_of,
 )
-from scenarios_app.wire.openai import (
+from harnessweb.engine.wire.openai import (
     REQUEST_ID_HEADER,
     encode_error,
     encode_failure,

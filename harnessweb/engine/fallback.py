@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import (
+from harnessweb.engine.exchange import (
     FALLBACK_CHUNK_WORDS,
     Block,
     ChatRequest,

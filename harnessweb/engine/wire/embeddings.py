@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from scenarios_app.wire.common import JSON_HEADERS, Encoded, WireError, dumps
+from harnessweb.engine.wire.common import JSON_HEADERS, Encoded, WireError, dumps
 
 DEFAULT_DIMENSIONS = 1536
 MAX_DIMENSIONS = 8192

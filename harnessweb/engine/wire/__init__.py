@@ -1,6 +1,6 @@
-"""The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser (JSON
-body → :class:`~scenarios_app.exchange.ChatRequest`) and encoders (:class:`~scenarios_app.exchange.Reply`, a failure
-or an error → the exact bytes).
+"""The protocols the endpoint speaks, each a module of pure functions on the engine's neutral shapes: a parser
+(JSON body → :class:`~harnessweb.engine.exchange.ChatRequest`) and encoders
+(:class:`~harnessweb.engine.exchange.Reply`, a failure or an error → the exact bytes).
 
 Each names itself with ``PROTOCOL``, ``LABEL``, the ``PATH`` it is served at and the ``REQUEST_ID_HEADER`` its
 responses carry, and offers the same functions with the same arguments: ``parse_request``, ``encode_reply``,
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-from scenarios_app.wire import anthropic, completions, gemini, openai, responses
+from harnessweb.engine.wire import anthropic, completions, gemini, openai, responses
 
 WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions, gemini)
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}

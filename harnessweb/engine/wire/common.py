@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import Block, Failure, Reply, word_chunks
+from harnessweb.engine.exchange import Block, Failure, Reply, word_chunks
 
 # Responses are deterministic: byte-identical for the same scenario turn, so ``created`` is fixed too.
 CREATED = 1735689600  # 2025-01-01T00:00:00Z

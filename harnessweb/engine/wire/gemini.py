@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from scenarios_app.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
-from scenarios_app.wire.common import (
+from harnessweb.engine.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
+from harnessweb.engine.wire.common import (
     JSON_HEADERS,
     SSE_HEADERS,
     Encoded,

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.text import pretty_json
-from scenarios_app.schemas import Scenario, format_validation_error
 
 SCENARIO_SUFFIXES = (".json", ".yaml", ".yml")
 

@@ -1,0 +1,115 @@
+"""How one request to a fake endpoint becomes what goes out, for every host of the engine: the server's consumer
+and the pytest plugin's in-process transport share these steps, so both send the same bytes for the same request.
+
+Pure: the hosts do the waiting, the sending and the keeping (a database, or a dict).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from harnessweb.engine import routes
+from harnessweb.engine.exchange import ChatRequest, Decision, Failure, Message, Reply, conversation_seed
+from harnessweb.engine.wire import anthropic, embeddings
+from harnessweb.engine.wire.common import Encoded, WireError
+from harnessweb.engine.wire.embeddings import EmbeddingRequest
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A response and how it leaves: ``hold_ms`` before it (a held timeout), ``interval_ms`` between frames
+    (pacing), and ``drop_after`` frames, then the connection cut (a simulated network error)."""
+
+    encoded: Encoded
+    interval_ms: int = 0
+    hold_ms: int = 0
+    drop_after: int | None = None
+
+
+def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | EmbeddingRequest | Encoded]:
+    """The JSON payload and what it asks: the conversation to play, the texts to embed, or (count_tokens) the
+    answer itself.
+
+    Raises :class:`WireError` for a body the provider would refuse (not JSON, a missing field, a wrong type).
+    """
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise WireError(f"The request body is not valid JSON: {exc}") from None
+    if route.kind == "embeddings":
+        return payload, embeddings.parse_request(payload)
+    if route.kind == "count_tokens":
+        return payload, anthropic.encode_token_count(anthropic.parse_count_request(payload))
+    request = route.wire.parse_request(payload)
+    if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
+        request = replace(request, **dict(route.fields))
+    return payload, request
+
+
+def reply_outgoing(wire: Any, reply: Reply, request: ChatRequest) -> Outgoing:
+    """A reply as it leaves: paced only when streamed."""
+    return Outgoing(wire.encode_reply(reply, request), interval_ms=reply.interval_ms if request.stream else 0)
+
+
+def failure_outgoing(
+    wire: Any, failure: Failure, decision: Decision, request: ChatRequest, request_id: str, timeout_hold_ms: int
+) -> Outgoing:
+    """A failure as the provider (or the network) gives it: a held timeout, a connection cut halfway through the
+    answer, a body the client cannot parse, or the provider's error with its retry headers."""
+    if failure.status == "timeout":
+        hold = failure.retry_after_ms if failure.retry_after_ms is not None else timeout_hold_ms
+        return Outgoing(wire.encode_failure(failure, request_id), hold_ms=hold)
+    if failure.status == "network_error":
+        full = wire.encode_reply(decision.reply, request)
+        if not request.stream:  # cut the JSON body in two
+            body = full.body
+            full = Encoded(full.status, full.headers, (body[: len(body) // 2], body[len(body) // 2 :]))
+        return Outgoing(full, drop_after=max(1, len(full.frames) // 2))
+    if failure.status == "invalid_response":
+        return Outgoing(wire.malformed(request.stream))
+    return Outgoing(wire.encode_failure(failure, request_id))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Answers clients refer back to by id
+
+
+def own_reply(request: ChatRequest, reply: Reply) -> Reply:
+    """The reply with ids of this conversation: a scripted turn's reply is shared by every run that plays it, but an
+    answer a client refers back to must have an id no other conversation has."""
+    return replace(reply, id_seed=f"{reply.id_seed}:{conversation_seed(request)}")
+
+
+def kept(wire: Any, request: ChatRequest, reply: Reply) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """What to keep of an answer a client may refer back to: its id, its conversation (system prompt, tools, the
+    request's messages, then the answer) and the response object."""
+    messages = [[m.role, m.text] for m in (*request.messages, Message(role="assistant", text=reply.text))]
+    conversation = {"system": request.system, "tools": list(request.tools), "messages": messages}
+    return wire.answer_id(request, reply), conversation, wire.response_object(request, reply)
+
+
+def continued(wire: Any, request: ChatRequest, conversation: dict[str, Any]) -> ChatRequest:
+    """The request after the kept conversation it continues, as the protocol carries it over."""
+    earlier = replace(
+        request,
+        system=conversation["system"],
+        tools=tuple(conversation["tools"]),
+        messages=tuple(Message(role=role, text=text) for role, text in conversation["messages"]),
+    )
+    return wire.continued(request, earlier)
+
+
+def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:
+    """What a served reply was, for the run's timeline and the call history."""
+    reply = decision.reply
+    return {
+        "text": reply.text,
+        "reasoning": reply.reasoning,
+        "tool_calls": reply.tool_calls,
+        "finish_reason": reply.finish,
+        "usage": vars(reply.usage),
+        "chunks": encoded.content_frames,
+    }
