@@ -204,15 +204,26 @@ _DEFAULT_FAILURE_MESSAGES = {
 }
 
 
+def failure_of(
+    status: str,
+    message: str | None = None,
+    *,
+    retryable: bool = True,
+    retry_after_ms: int | None = None,
+    error: dict[str, Any] | None = None,
+) -> Failure:
+    """A failure of one of the schema's kinds, with the default message and (for a rate limit) ``Retry-After``."""
+    if status == "rate_limit" and retry_after_ms is None:
+        retry_after_ms = 1000
+    return Failure(status, message or _DEFAULT_FAILURE_MESSAGES[status], retryable, retry_after_ms, error)
+
+
 def _failure(step: ScenarioTurn) -> Failure:
-    retry_after = step.failure_retry_after_ms
-    if step.failure_status == "rate_limit" and retry_after is None:
-        retry_after = 1000
-    return Failure(
-        status=step.failure_status,
-        message=step.failure_message or _DEFAULT_FAILURE_MESSAGES[step.failure_status],
+    return failure_of(
+        step.failure_status,
+        step.failure_message,
         retryable=step.failure_retryable,
-        retry_after_ms=retry_after,
+        retry_after_ms=step.failure_retry_after_ms,
         error=step.failure_error,
     )
 

@@ -1,0 +1,146 @@
+"""Answers a test configures without a scenario file: ``set_response`` (text, JSON, tool calls, reasoning) and
+``set_error`` (a failure kind the provider would send, or an exception to raise), per model or for any model.
+
+Set several times for one model, answers come in that order and the last one stays; an error lasts ``times``
+calls (or always). Pure: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from harnessweb.engine.exchange import Block, ChatRequest, Failure, Reply, Usage, conversation_seed, prompt_words
+from harnessweb.engine.playback import failure_of
+from harnessweb.engine.schemas import FailureStatus
+
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureStatus)
+
+
+@dataclass
+class Answer:
+    """One configured answer; ``used`` counts the calls it served (strict mode reports the unused)."""
+
+    model: str | None
+    text: str | None = None
+    json: Any = None
+    has_json: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    reasoning: str | None = None
+    used: int = 0
+
+    def describe(self) -> str:
+        what = "json" if self.has_json else "tool_calls" if self.tool_calls else "text"
+        return f"set_response({what}, model={self.model!r})"
+
+
+@dataclass
+class Error:
+    model: str | None
+    error: str | BaseException
+    times: int | None  # None: always
+    used: int = 0
+
+    def describe(self) -> str:
+        return f"set_error({self.error!r}, model={self.model!r})"
+
+    def failure(self) -> Failure:
+        assert isinstance(self.error, str)
+        return failure_of(self.error)  # type: ignore[arg-type]
+
+
+def make_answer(
+    model: str | None,
+    text: str | None,
+    json_value: Any,
+    has_json: bool,
+    tool_calls: Any,
+    reasoning: str | None,
+) -> Answer:
+    pairs = (("text", text is not None), ("json", has_json), ("tool_calls", bool(tool_calls)))
+    given = [name for name, present in pairs if present]
+    if len(given) != 1:
+        raise TypeError(f"set_response takes exactly one of text=, json= or tool_calls= (got {given or 'none'})")
+    calls = ()
+    if tool_calls:
+        calls = tuple(_tool_call(call, i) for i, call in enumerate(tool_calls))
+    return Answer(model, text, json_value, has_json, calls, reasoning)
+
+
+def _tool_call(call: Any, index: int) -> dict[str, Any]:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        raise TypeError(f"tool_calls[{index}] must be a dict with a 'name' (and 'arguments'), got {call!r}")
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {"name": call["name"], "arguments": arguments, "id": call.get("id", "")}
+
+
+def make_error(model: str | None, error: Any, times: int | str) -> Error:
+    if isinstance(error, str) and error not in FAILURE_KINDS:
+        raise ValueError(f"set_error: unknown failure kind {error!r}; use one of {', '.join(FAILURE_KINDS)}")
+    if not isinstance(error, str | BaseException):
+        raise TypeError(f"set_error takes a failure kind or an exception instance, got {error!r}")
+    if times == "always":
+        return Error(model, error, None)
+    if not isinstance(times, int) or times < 1:
+        raise ValueError(f"set_error: times must be a positive number or 'always', got {times!r}")
+    return Error(model, error, times)
+
+
+class Answers:
+    """The answers and errors configured for one test."""
+
+    def __init__(self) -> None:
+        self.answers: list[Answer] = []
+        self.errors: list[Error] = []
+
+    def clear(self) -> None:
+        self.answers.clear()
+        self.errors.clear()
+
+    def take_error(self, model: str) -> Error | None:
+        for error in self._for(self.errors, model):
+            if error.times is None or error.used < error.times:
+                error.used += 1
+                return error
+        return None
+
+    def take_answer(self, model: str) -> Answer | None:
+        queue = self._for(self.answers, model)
+        if not queue:
+            return None
+        answer = next((a for a in queue if not a.used), queue[-1])  # in order, then the last one stays
+        answer.used += 1
+        return answer
+
+    @staticmethod
+    def _for(items: list[Any], model: str) -> list[Any]:
+        scoped = [item for item in items if item.model == model]
+        return scoped or [item for item in items if item.model is None]
+
+    def unused(self) -> list[str]:
+        return [item.describe() for item in (*self.answers, *self.errors) if not item.used]
+
+
+def reply_for(answer: Answer, request: ChatRequest, forced_tool: str | None, index: int) -> Reply:
+    """The reply a configured answer gives this request: a JSON answer becomes the forced tool's arguments when the
+    request forces a tool, its JSON text otherwise."""
+    blocks: list[Block] = []
+    if answer.reasoning:
+        blocks.append(Block("reasoning", text=answer.reasoning))
+    seed = f"configured:{index}:{conversation_seed(request)}"
+    calls = list(answer.tool_calls)
+    if answer.has_json and forced_tool:
+        calls = [{"name": forced_tool, "arguments": json.dumps(answer.json), "id": ""}]
+    elif answer.has_json:
+        blocks.append(Block("text", text=json.dumps(answer.json)))
+    elif answer.text is not None:
+        blocks.append(Block("text", text=answer.text))
+    for i, call in enumerate(calls):
+        call_id = call["id"] or f"call_{seed[-12:]}{i}"
+        blocks.append(Block("tool_call", call_id=call_id, name=call["name"], arguments=call["arguments"]))
+    output = sum(len((b.text or b.arguments).split()) for b in blocks)
+    usage = Usage(prompt_words(request), output, prompt_words(request) + output)
+    return Reply(tuple(blocks), "tool_calls" if calls else "stop", usage, id_seed=seed)

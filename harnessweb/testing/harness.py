@@ -1,0 +1,325 @@
+"""One test's harness: its scenarios, configured answers and errors, attempt counters, kept answers and call
+history, and the one step every call takes (:meth:`Harness.exchange` for a request on a provider's wire,
+:meth:`Harness.answer` at the ``llm`` boundary). The SDK clients it hands out reach it through an in-process
+transport (``transport.py``): no socket, no server, no Django settings, and the SDK parses the bytes the server
+would send, because both run the same engine and encoders (``harnessweb.engine.respond``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harnessweb.engine import respond, routes
+from harnessweb.engine.exchange import (
+    ChatRequest,
+    Decision,
+    Failure,
+    InvalidRequest,
+    NothingMatched,
+    ScenarioNotFound,
+)
+from harnessweb.engine.fallback import lorem_reply
+from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.schemas import Scenario, format_validation_error
+from harnessweb.engine.wire.common import Encoded, WireError
+from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
+from harnessweb.testing import answers as configured
+from harnessweb.testing import calls as history
+from harnessweb.testing.clients import Clients
+
+SCENARIO_HEADER = "x-harness-scenario"
+BASE_URL = "http://harness.invalid"  # in-process: never resolved, the transport answers it
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a session configures (ini options and command-line flags)."""
+
+    pacing: bool = True
+    timeout_hold_ms: int = 30_000
+    unmatched_error: bool = False
+    # What the ``llm`` boundary answers when nothing is configured and nothing matched: seed 002's safe default,
+    # or None for the engine's lorem as on every wire.
+    llm_default: Any = field(default_factory=lambda: {"success": True})
+    signature_key: str = "scenario-harness-thinking-signature"
+    strict: bool = False
+
+
+class HarnessError(Exception):
+    """A call the harness refused in a way a test must see (an unknown scenario, a request it cannot parse)."""
+
+
+class ModelCalls:
+    """The calls of one model name (seed 002's per-model history)."""
+
+    def __init__(self, harness: Harness, name: str) -> None:
+        self.harness = harness
+        self.name = name
+
+    @property
+    def call_history(self) -> list[history.Call]:
+        return [c for c in self.harness.calls if c.model == self.name]
+
+    @property
+    def prompt_count(self) -> int:
+        return sum(1 for c in self.harness.calls if c.model == self.name)
+
+    def reset_history(self) -> None:
+        self.harness.calls[:] = [c for c in self.harness.calls if c.model != self.name]
+
+    def assert_called_with(self, **wanted: Any) -> history.Call:
+        return history.assert_called_with(self.call_history, **wanted)
+
+
+class Harness(Clients):
+    """What one test configures and what its code sent. See the README, "Use it from pytest"."""
+
+    base_url = BASE_URL
+
+    def __init__(self, scenarios: list[Scenario] | None = None, options: Options | None = None) -> None:
+        self.options = options or Options()
+        self._session_scenarios = list(scenarios or [])
+        self.run_id = uuid.uuid4()
+        self.calls: list[history.Call] = []
+        self.answers = configured.Answers()
+        self._catalog = Catalog.build(self._session_scenarios)
+        self._scenario: str | None = None
+        self._attempts: dict[tuple[Any, ...], int] = {}
+        self._kept: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._models: dict[str, Any] = {}
+        self._async_models: dict[str, Any] = {}
+        self.blocked: list[str] = []  # real provider hosts the code under test tried to reach
+        self.transport_errors: list[BaseException] = []
+
+    # -- configuring ---------------------------------------------------------------------------------------------
+
+    def use_scenario(self, scenario: str | dict[str, Any] | Scenario) -> Scenario:
+        """Play this scenario (an id loaded for the session, or a scenario given whole) for every call of the test."""
+        if isinstance(scenario, str):
+            if scenario not in self._catalog.by_id:
+                known = ", ".join(sorted(self._catalog.by_id)) or "none (pass --harness-scenarios DIR)"
+                raise HarnessError(f"Scenario {scenario!r} is not loaded; loaded: {known}")
+            self._scenario = scenario
+            return self._catalog.by_id[scenario]
+        if isinstance(scenario, dict):
+            from pydantic import ValidationError
+
+            try:
+                scenario = Scenario.model_validate(scenario)
+            except ValidationError as exc:
+                raise HarnessError(f"use_scenario: invalid scenario\n{format_validation_error(exc)}") from None
+        others = [s for s in self._session_scenarios if s.id != scenario.id]
+        self._catalog = Catalog.build([*others, scenario])
+        self._scenario = scenario.id
+        return scenario
+
+    def set_response(
+        self,
+        *,
+        text: str | None = None,
+        json: Any = configured.Answer,  # a marker: ``json=None`` is a JSON answer too
+        tool_calls: list[dict[str, Any]] | None = None,
+        model: str | None = None,
+        reasoning: str | None = None,
+    ) -> None:
+        """Answer calls (to ``model``, or to any model) with this; set several times, in that order."""
+        has_json = json is not configured.Answer
+        answer = configured.make_answer(model, text, json if has_json else None, has_json, tool_calls, reasoning)
+        self.answers.answers.append(answer)
+
+    def set_error(self, error: str | BaseException, times: int | str = 1, model: str | None = None) -> None:
+        """Fail the next ``times`` calls (or ``"always"``): a failure kind gives the provider's own HTTP failure; an
+        exception instance is raised (at the ``llm`` boundary as it is, from the transport for SDK clients)."""
+        self.answers.errors.append(configured.make_error(model, error, times))
+
+    def reset(self) -> None:
+        """Forget configured answers, errors, the scenario in use, attempt counters, kept answers and history."""
+        self.answers.clear()
+        self.calls.clear()
+        self._scenario = None
+        self._catalog = Catalog.build(self._session_scenarios)
+        self._attempts.clear()
+        self._kept.clear()
+
+    # -- reading the history -------------------------------------------------------------------------------------
+
+    @property
+    def prompt_count(self) -> int:
+        return len(self.calls)
+
+    @property
+    def last_call(self) -> history.Call | None:
+        return self.calls[-1] if self.calls else None
+
+    def get_model(self, name: str) -> Any:
+        """The harness-backed ``llm`` model of that name (the same one for the whole test), with its history."""
+        model = self._models.get(name)
+        if model is None:
+            from harnessweb.testing.llm_models import HarnessModel
+
+            model = self._models[name] = HarnessModel(self, name)
+        return model
+
+    def get_async_model(self, name: str) -> Any:
+        model = self._async_models.get(name)
+        if model is None:
+            from harnessweb.testing.llm_models import HarnessAsyncModel
+
+            model = self._async_models[name] = HarnessAsyncModel(self, name)
+        return model
+
+    @property
+    def models(self) -> dict[str, Any]:
+        """Every model name called or asked for in this test, each with ``prompt_count`` and ``call_history``."""
+        for name in {c.model for c in self.calls} - set(self._models):
+            self.get_model(name)
+        return dict(self._models)
+
+    def assert_called_with(self, **wanted: Any) -> history.Call:
+        return history.assert_called_with(self.calls, **wanted)
+
+    def assert_called_times(self, n: int, model: str | None = None) -> None:
+        calls = self.calls if model is None else [c for c in self.calls if c.model == model]
+        if len(calls) != n:
+            scope = "" if model is None else f" to {model!r}"
+            raise AssertionError(f"Expected {n} call(s){scope}, got {len(calls)}:\n{history.describe(calls)}")
+
+    def assert_not_called(self) -> None:
+        self.assert_called_times(0)
+
+    def strict_problems(self) -> list[str]:
+        """What strict mode fails a test for: configured answers never used, calls nothing configured or matched."""
+        problems = [f"never used: {what}" for what in self.answers.unused()]
+        problems += [
+            f"unmatched call {i}: {c.protocol} {c.model!r} {c.prompt[:60]!r} (answered by {c.answered_by})"
+            for i, c in enumerate(self.calls)
+            if c.answered_by in ("lorem", "default")
+        ]
+        return problems
+
+    # -- answering -----------------------------------------------------------------------------------------------
+
+    def answer(self, request: ChatRequest, body: dict[str, Any], path: str, scenario_header: str | None = None):
+        """The one step every call takes: record it, then a configured error, a configured answer, or the engine
+        (a scenario, an instruction block, the lorem). Returns the call, the decision and the failure to serve (or
+        None); raises a configured exception as it is, and the engine's refusals (unknown scenario, nothing
+        matched under ``unmatched_error``, an invalid request)."""
+        call = self._begin(request, body, path)
+        error = self.answers.take_error(request.model)
+        if error is not None and isinstance(error.error, BaseException):
+            call.answered_by = "configured"
+            call.error = {"type": type(error.error).__name__, "message": str(error.error)}
+            raise error.error
+        answer = self.answers.take_answer(request.model) if error is None else None
+        if answer is not None or error is not None:
+            call.answered_by = "configured"
+            if answer is not None:
+                forced = history.forced_tool(body, call.tools)
+                reply = configured.reply_for(answer, request, forced, len(self.calls))
+            else:
+                reply = lorem_reply(request, False, self.options.signature_key)
+            decision = Decision("configured", "", request.turn, reply)  # type: ignore[arg-type]
+            return call, decision, error.failure() if error is not None else None
+        decision = decide(
+            self._catalog,
+            request,
+            header_scenario=scenario_header or self._scenario,
+            pacing_enabled=self.options.pacing,
+            signature_key=self.options.signature_key,
+            unmatched_error=self.options.unmatched_error,
+        )
+        call.answered_by = decision.mode
+        failure = None
+        if decision.failure is not None:
+            key = (request.protocol, request.system, request.first_user, decision.scenario_id, decision.turn)
+            attempt = self._attempts.get(key, 0)
+            if attempt < decision.failures_before_success:
+                self._attempts[key] = attempt + 1
+                failure = decision.failure
+        return call, decision, failure
+
+    def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
+        tools = list(request.tools)
+        call = history.Call(
+            protocol=request.protocol,
+            model=request.model,
+            path=path,
+            messages=[{"role": m.role, "content": m.text} for m in request.messages],
+            system=request.system,
+            prompt=request.last_user,
+            tools=tools,
+            schema=history.requested_schema(request.protocol, body),
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=history.max_tokens_of(body),
+            params=history.params_of(body),
+            stream=request.stream,
+            timestamp=datetime.datetime.now(datetime.UTC).isoformat(),
+        )
+        self.calls.append(call)
+        return call
+
+    def exchange(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[respond.Outgoing, list[tuple[bytes, bytes]], history.Call | None]:
+        """A request on a provider's wire → what the server would send for it, the headers to add, and its call."""
+        route = routes.resolve(method, path, headers, query)
+        request_id = f"req_{uuid.uuid4().hex[:24]}"
+        extra = [(b"x-harness-run", str(self.run_id).encode()), (route.wire.REQUEST_ID_HEADER, request_id.encode())]
+
+        def error(status: int, message: str, param: str | None = None) -> respond.Outgoing:
+            return respond.Outgoing(route.wire.encode_error(status, message, param=param, request_id=request_id))
+
+        if isinstance(route, routes.Refusal):
+            return error(route.status, route.message), extra, None
+        if route.kind == "models":
+            return respond.Outgoing(route.wire.encode_models(sorted(self._catalog.by_id))), extra, None
+        if route.kind == "model":
+            return respond.Outgoing(route.wire.encode_model(route.param)), extra, None
+        if route.kind == "kept_response":
+            kept = self._kept.get((route.wire.PROTOCOL, route.param))
+            if kept is None:
+                return error(404, f"Response with id '{route.param}' not found."), extra, None
+            return respond.Outgoing(route.wire.encode_object(kept[1])), extra, None
+        try:
+            body_json, request = respond.read_request(route, body)
+        except WireError as exc:
+            return error(exc.status, exc.message, exc.param), extra, None
+        if isinstance(request, Encoded):
+            return respond.Outgoing(request), extra, None
+        if isinstance(request, EmbeddingRequest):
+            return respond.Outgoing(encode_embeddings(request, self._catalog.pins)), extra, None
+        wire = route.wire
+        if request.continues:
+            kept = self._kept.get((wire.PROTOCOL, request.continues))
+            if kept is None:
+                return respond.Outgoing(wire.encode_unknown_answer(request.continues, request_id)), extra, None
+            request = respond.continued(wire, request, kept[0])
+        try:
+            call, decision, failure = self.answer(request, body_json, path, headers.get(SCENARIO_HEADER))
+        except ScenarioNotFound as exc:
+            return error(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)"), extra, None
+        except NothingMatched as exc:
+            return error(404, str(exc)), extra, self.calls[-1]
+        except InvalidRequest as exc:
+            return error(400, str(exc)), extra, self.calls[-1]
+        if failure is not None:
+            out = respond.failure_outgoing(wire, failure, decision, request, request_id, self.options.timeout_hold_ms)
+            call.error = failure_record(failure, None if out.drop_after is not None else out.encoded.status)
+            return out, extra, call
+        reply = decision.reply
+        if request.keep:
+            reply = respond.own_reply(request, reply)
+            answer_id, conversation, response = respond.kept(wire, request, reply)
+            self._kept[(wire.PROTOCOL, answer_id)] = (conversation, response)
+        out = respond.reply_outgoing(wire, reply, request)
+        call.response = respond.response_summary(replace(decision, reply=reply), out.encoded)
+        return out, extra, call
+
+
+def failure_record(failure: Failure, status: int | None) -> dict[str, Any]:
+    """A call's ``error`` for a failure the harness served: the HTTP status (None for a cut connection) and kind."""
+    return {"status": status, "kind": failure.status, "message": failure.message}

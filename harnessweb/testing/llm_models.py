@@ -1,0 +1,215 @@
+"""Seed 002's boundary: harness-backed models for the ``llm`` library.
+
+Registered through the ``llm`` entry point (``register_models``: a model named ``harness``), and handed out by the
+pytest fixture for any name (``llm.get_model(name)`` returns this test's model of that name). Calls take the same
+step as every wire call (:meth:`Harness.answer`) and land in the same history.
+
+Where real ``llm`` and seed 002 disagree, a response satisfies both: ``response.text()`` and ``response.text``
+(a string that can be called), ``response.usage()`` (llm's ``Usage``) and ``response.usage`` (seed 002's
+``{"input_tokens", "output_tokens"}``, a dict that can be called), and ``response.json()`` the answer parsed as
+JSON (seed 002; it raises ``json.JSONDecodeError`` for a plain-text answer) where real llm returns the provider's
+raw JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import llm
+from pydantic import ConfigDict
+
+from harnessweb.engine.exchange import ChatRequest, Message, word_chunks
+from harnessweb.testing.calls import Call, number
+
+LLM_PATH = "llm"
+
+
+class HarnessModelError(llm.ModelError):
+    """A failure kind configured for an ``llm`` model (``set_error("rate_limit")``): what a provider's error is at
+    this boundary, with its ``status``, ``kind`` and ``retry_after_ms``."""
+
+    def __init__(self, kind: str, message: str, retry_after_ms: int | None) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.status = {"rate_limit": 429, "timeout": 504, "model_error": 500}.get(kind)
+        self.retry_after_ms = retry_after_ms
+
+
+class _Text(str):
+    """A string that also answers ``()``: ``response.text`` and ``response.text()`` both read the text."""
+
+    def __call__(self) -> str:
+        return str(self)
+
+
+class _UsageView(dict):
+    """Seed 002's usage dict that also answers ``()`` with llm's ``Usage``."""
+
+    def __init__(self, usage: llm.Usage) -> None:
+        super().__init__(input_tokens=usage.input, output_tokens=usage.output)
+        self._usage = usage
+
+    def __call__(self) -> llm.Usage:
+        return self._usage
+
+
+class HarnessResponse(llm.Response):
+    @property  # type: ignore[override]
+    def text(self) -> _Text:
+        self._force()
+        return _Text("".join(self._chunks))
+
+    @property  # type: ignore[override]
+    def usage(self) -> _UsageView:
+        self._force()
+        return _UsageView(llm.Usage(input=self.input_tokens, output=self.output_tokens, details=self.token_details))
+
+    def json(self) -> Any:  # type: ignore[override]
+        return json.loads(self.text)
+
+
+class _Options(llm.Options):
+    model_config = ConfigDict(extra="allow")
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+
+
+class _History:
+    """Seed 002's per-model history, on the model itself."""
+
+    harness: Any
+    model_id: str
+
+    @property
+    def call_history(self) -> list[Call]:
+        return [c for c in self.harness.calls if c.model == self.model_id]
+
+    @property
+    def prompt_count(self) -> int:
+        return len(self.call_history)
+
+    def reset_history(self) -> None:
+        self.harness.calls[:] = [c for c in self.harness.calls if c.model != self.model_id]
+
+    def assert_called_with(self, **wanted: Any) -> Call:
+        from harnessweb.testing.calls import assert_called_with
+
+        return assert_called_with(self.call_history, **wanted)
+
+
+def _request(model_id: str, prompt: llm.Prompt, conversation: Any, stream: bool) -> tuple[ChatRequest, dict]:
+    messages: list[Message] = []
+    for earlier in getattr(conversation, "responses", None) or ():
+        messages.append(Message("user", earlier.prompt.prompt or ""))
+        messages.append(Message("assistant", earlier.text_or_raise()))
+    messages.append(Message("user", prompt.prompt or ""))
+    options = {k: v for k, v in prompt.options.model_dump().items() if v is not None}
+    request = ChatRequest(
+        protocol="llm",
+        model=model_id,
+        system=prompt.system or "",
+        messages=tuple(messages),
+        tools=tuple(tool.name for tool in prompt.tools or ()),
+        temperature=number(options.get("temperature")),
+        top_p=number(options.get("top_p")),
+        stream=stream,
+    )
+    return request, options
+
+
+def _answer(model: Any, prompt: llm.Prompt, response: llm.Response, conversation: Any, stream: bool) -> list[str]:
+    """One call at the llm boundary: the text chunks to yield (tool calls and usage set on ``response``)."""
+    harness = model.harness
+    request, options = _request(model.model_id, prompt, conversation, stream)
+    call, decision, failure = harness.answer(request, options, LLM_PATH)
+    call.schema = prompt.schema if isinstance(prompt.schema, dict) else None
+    try:
+        if failure is not None:
+            call.error = {"status": None, "kind": failure.status, "message": failure.message}
+            raise HarnessModelError(failure.status, failure.message, failure.retry_after_ms)
+        reply = decision.reply
+        text = reply.text
+        if decision.mode == "lorem" and harness.options.llm_default is not None:
+            text = json.dumps(harness.options.llm_default)
+            call.answered_by = "default"
+        for tool_call in reply.tool_calls:
+            arguments = json.loads(tool_call["arguments"] or "{}")
+            response.add_tool_call(
+                llm.ToolCall(name=tool_call["name"], arguments=arguments, tool_call_id=tool_call["id"])
+            )
+        output = len(text.split())
+        response.set_usage(input=reply.usage.input_tokens, output=output)
+        call.response = {
+            "text": text,
+            "json": _parsed(text),
+            "tool_calls": reply.tool_calls,
+            "finish_reason": reply.finish,
+            "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": output},
+        }
+        return word_chunks(text, reply.chunk_words) if stream else [text]
+    finally:
+        call.finish()
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+class HarnessModel(_History, llm.Model):
+    """A model of any name, answered by a test's harness."""
+
+    can_stream = True
+    supports_schema = True
+    supports_tools = True
+    Options = _Options
+
+    def __init__(self, harness: Any, model_id: str) -> None:
+        self.harness = harness
+        self.model_id = model_id
+
+    def prompt(self, prompt: str | None = None, **kwargs: Any) -> HarnessResponse:  # type: ignore[override]
+        response = super().prompt(prompt, **kwargs)
+        response.__class__ = HarnessResponse  # seed 002's reading of text, usage and json (see the docstring)
+        return response  # type: ignore[return-value]
+
+    def execute(self, prompt: llm.Prompt, stream: bool, response: llm.Response, conversation: Any) -> Iterator[str]:
+        yield from _answer(self, prompt, response, conversation, stream)
+
+
+class HarnessAsyncModel(_History, llm.AsyncModel):
+    """The async twin: ``llm.get_async_model(name)``."""
+
+    can_stream = True
+    supports_schema = True
+    supports_tools = True
+    Options = _Options
+
+    def __init__(self, harness: Any, model_id: str) -> None:
+        self.harness = harness
+        self.model_id = model_id
+
+    async def execute(  # type: ignore[override]
+        self, prompt: llm.Prompt, stream: bool, response: Any, conversation: Any
+    ) -> AsyncIterator[str]:
+        for chunk in _answer(self, prompt, response, conversation, stream):
+            yield chunk
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The llm plugin
+
+
+@llm.hookimpl
+def register_models(register: Any) -> None:
+    """``llm -m harness``: a model answered by a harness of its own (instruction blocks, the lorem, seed 002's
+    default), in any process where this package is installed."""
+    from harnessweb.testing.activation import process_harness
+
+    harness = process_harness()
+    register(HarnessModel(harness, "harness"), HarnessAsyncModel(harness, "harness"))

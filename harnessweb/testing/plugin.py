@@ -1,0 +1,127 @@
+"""The pytest plugin (entry point ``pytest11``): options, the ``harness`` fixture, seed 002's ``mock_llm_calls`` and
+``mock_llm_responses``, autouse, and strict mode. Installing the package is all a project does to have it.
+
+Each test gets a :class:`Harness` of its own (run id, attempt counters, answers, history), so tests never share
+state under ``pytest-xdist`` or in random order. While a test's harness is active, ``llm.get_model`` and
+``llm.get_async_model`` hand out its models, and requests from clients built with their default base URLs
+(``OpenAI()``, ``Anthropic()``, ``genai.Client()``) are answered by it in-process; a request to another real
+provider's host fails the test, naming the host.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
+from harnessweb.testing import guard
+from harnessweb.testing.harness import Harness, Options
+from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
+
+_BOOL = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "scenario harness")
+    group.addoption("--harness-scenarios", default=None, help="Scenario files or a folder, loaded once per session")
+    parser.addini("harness_scenarios", "Scenario files or a folder, loaded once per session", default="")
+    parser.addini("harness_strict", "Fail a test whose configured answers go unused or whose calls match nothing",
+                  default="false")  # fmt: skip
+    parser.addini("harness_autouse", "Give every test a harness without naming the fixture", default="false")
+    parser.addini("harness_pacing", "Honour the scenarios' pacing (streams wait between chunks)", default="true")
+    parser.addini("harness_unmatched", "What a call nothing answers gets: 'lorem' or 'error' (a 404)", default="lorem")
+    parser.addini(
+        "harness_llm_default",
+        "What an llm model with nothing configured answers: JSON (seed 002's default) or 'lorem'",
+        default='{"success": true}',
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "harness_strict: fail the test on unused answers or unmatched calls")
+    config.addinivalue_line("markers", "harness_scenario(id): play this loaded scenario for every call of the test")
+
+
+def _flag(config: pytest.Config, name: str) -> bool:
+    value = str(config.getini(name)).strip().lower()
+    if value not in _BOOL:
+        raise pytest.UsageError(f"ini option {name} must be true or false, not {value!r}")
+    return _BOOL[value]
+
+
+def _options(config: pytest.Config) -> Options:
+    unmatched = str(config.getini("harness_unmatched")).strip().lower()
+    if unmatched not in ("lorem", "error"):
+        raise pytest.UsageError(f"ini option harness_unmatched must be 'lorem' or 'error', not {unmatched!r}")
+    raw_default = str(config.getini("harness_llm_default")).strip()
+    try:
+        llm_default = None if raw_default == "lorem" else json.loads(raw_default)
+    except ValueError as exc:
+        raise pytest.UsageError(f"ini option harness_llm_default must be JSON or 'lorem': {exc}") from None
+    return Options(
+        pacing=_flag(config, "harness_pacing"),
+        unmatched_error=unmatched == "error",
+        llm_default=llm_default,
+        strict=_flag(config, "harness_strict"),
+    )
+
+
+@pytest.fixture(scope="session")
+def harness_session(pytestconfig: pytest.Config) -> tuple[list[Any], Options]:
+    """The session's scenarios (read once) and options."""
+    where = pytestconfig.getoption("harness_scenarios") or str(pytestconfig.getini("harness_scenarios")).strip()
+    scenarios: list[Any] = []
+    if where:
+        base = pytestconfig.rootpath
+        paths = [p if p.startswith("/") else str(base / p) for p in where.split()]
+        try:
+            scenarios = [scenario for _, scenario in read_scenario_files(paths)]
+        except ScenarioFileError as exc:
+            raise pytest.UsageError(f"--harness-scenarios: {exc}") from None
+    return scenarios, _options(pytestconfig)
+
+
+@pytest.fixture
+def harness(
+    request: pytest.FixtureRequest, harness_session: tuple[list[Any], Options], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Harness]:
+    """This test's harness: its SDK clients, answers, errors, scenarios and call history."""
+    scenarios, options = harness_session
+    if request.node.get_closest_marker("harness_strict") is not None:
+        options = Options(**{**vars(options), "strict": True})
+    instance = Harness(scenarios, options)
+    marker = request.node.get_closest_marker("harness_scenario")
+    if marker is not None:
+        instance.use_scenario(*marker.args)
+    user_dir = request.getfixturevalue("tmp_path_factory").mktemp("llm-user")
+    monkeypatch.setenv("LLM_USER_PATH", str(user_dir))  # never the user's own keys, aliases or logs
+    patch_llm(monkeypatch, instance)
+    guard.route_default_clients(monkeypatch, instance)
+    yield instance
+    problems = [f"a request to the real provider host {host} (the harness does not serve it)" for host in
+                dict.fromkeys(instance.blocked)]  # fmt: skip
+    if instance.options.strict:
+        problems += instance.strict_problems()
+    if problems:
+        pytest.fail("harness: " + "; ".join(problems), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _harness_autouse(request: pytest.FixtureRequest) -> None:
+    if _flag(request.config, "harness_autouse") and "harness" not in request.fixturenames:
+        request.getfixturevalue("harness")
+
+
+@pytest.fixture
+def mock_llm_calls(harness: Harness) -> MockGetModel:
+    """Seed 002's fixture: the mocked ``llm.get_model`` with ``get_model``, ``models``, ``reset``, ``set_response``."""
+    return MockGetModel(harness)
+
+
+@pytest.fixture
+def mock_llm_responses(mock_llm_calls: MockGetModel) -> ResponseConfigurator:
+    """Seed 002's fixture: ``set(model, response)``, ``set_error(model, exception)``, ``get_model(name)``."""
+    return ResponseConfigurator(mock_llm_calls.harness)

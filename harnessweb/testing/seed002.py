@@ -1,0 +1,107 @@
+"""Seed 002's names on top of the harness: ``mock_llm_calls`` (a mocked ``llm.get_model``), ``mock_llm_responses``,
+and ``create_mock_get_model`` for code outside pytest (a context manager in unittest or a script)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessweb.testing.harness import Harness, Options
+
+
+def _default_name(name: str | None) -> str:
+    if name:
+        return name
+    import llm
+
+    return llm.get_default_model()
+
+
+def patch_llm(monkeypatch: Any, harness: Harness) -> None:
+    """``llm.get_model(name)`` and ``llm.get_async_model(name)`` hand out this harness's models (one per name)."""
+    import llm
+
+    monkeypatch.setattr(llm, "get_model", lambda name=None, *args, **kw: harness.get_model(_default_name(name)))
+    monkeypatch.setattr(
+        llm, "get_async_model", lambda name=None, *args, **kw: harness.get_async_model(_default_name(name))
+    )
+
+
+def configure(harness: Harness, model: str | None, response: Any) -> None:
+    """Seed 002's ``set(model, response)``: a string is a text answer, anything else a JSON answer."""
+    if isinstance(response, str):
+        harness.set_response(text=response, model=model)
+    else:
+        harness.set_response(json=response, model=model)
+
+
+class MockGetModel:
+    """The mocked ``llm.get_model``: call it with a name for that model; ``get_model``, ``models``, ``reset`` and
+    ``set_response`` as in seed 002 §3.3."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    def __call__(self, name: str | None = None) -> Any:
+        return self.harness.get_model(_default_name(name))
+
+    get_model = __call__
+
+    @property
+    def models(self) -> dict[str, Any]:
+        return self.harness.models
+
+    def reset(self) -> None:
+        self.harness.reset()
+
+    def set_response(self, model: str, response: Any) -> None:
+        configure(self.harness, model, response)
+
+    def set_error(self, model: str, error: BaseException | str, times: int | str = "always") -> None:
+        self.harness.set_error(error, times=times, model=model)
+
+
+class ResponseConfigurator:
+    """Seed 002's ``mock_llm_responses``: ``set``, ``set_error``, ``get_model``."""
+
+    def __init__(self, harness: Harness) -> None:
+        self.harness = harness
+
+    def set(self, model: str, response: Any) -> None:
+        configure(self.harness, model, response)
+
+    def set_error(self, model: str, error: BaseException | str, times: int | str = "always") -> None:
+        self.harness.set_error(error, times=times, model=model)
+
+    def get_model(self, name: str) -> Any:
+        return self.harness.get_model(name)
+
+
+class _Patched(MockGetModel):
+    """A :class:`MockGetModel` that, used as a context manager, is ``llm.get_model`` inside the block."""
+
+    def __enter__(self) -> _Patched:
+        import llm
+
+        self._saved = (llm.get_model, llm.get_async_model)
+        llm.get_model = self  # type: ignore[assignment]
+        llm.get_async_model = lambda name=None, *a, **kw: self.harness.get_async_model(_default_name(name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import llm
+
+        llm.get_model, llm.get_async_model = self._saved
+
+
+def create_mock_get_model(
+    responses: dict[str, Any] | None = None, side_effect: BaseException | None = None
+) -> MockGetModel:
+    """Seed 002 §3.2: a mocked ``llm.get_model`` answering ``responses`` (model name → response), or raising
+    ``side_effect`` from every prompt. Call it directly, or ``with create_mock_get_model(...):`` to put it in place
+    of ``llm.get_model`` for the block."""
+    harness = Harness(options=Options())
+    for model, response in (responses or {}).items():
+        configure(harness, model, response)
+    if side_effect is not None:
+        harness.set_error(side_effect, times="always")
+    return _Patched(harness)
