@@ -92,6 +92,16 @@ def test_it_keeps_the_engine_and_the_encoders_pure(name: str) -> None:
             assert top in PURE_LIBRARIES or top in _stdlib(), f"{name} imports {imported}"
 
 
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("harnessweb.testing")))
+def test_it_keeps_the_plugin_free_of_django(name: str) -> None:
+    # The plugin runs inside another project's test suite, which may be a Django project with its own settings.
+    for imported in imports_of(name):
+        top = imported.split(".")[0]
+        assert top not in {"django", "channels", "ninja", "daphne", "asgiref"}, f"{name} imports {imported}"
+        if top in PACKAGES and imported not in PACKAGES:
+            assert imported in PURE or imported.startswith("harnessweb.testing"), f"{name} imports {imported}"
+
+
 def _stdlib() -> frozenset[str]:
     import sys
 

@@ -1,6 +1,6 @@
 """Seed 002's boundary: harness-backed models for the ``llm`` library.
 
-Registered through the ``llm`` entry point (``register_models``: a model named ``harness``), and handed out by the
+Registered through the ``llm`` entry point (``llm_plugin.py``: a model named ``harness``), and handed out by the
 pytest fixture for any name (``llm.get_model(name)`` returns this test's model of that name). Calls take the same
 step as every wire call (:meth:`Harness.answer`) and land in the same history.
 
@@ -199,17 +199,3 @@ class HarnessAsyncModel(_History, llm.AsyncModel):
     ) -> AsyncIterator[str]:
         for chunk in _answer(self, prompt, response, conversation, stream):
             yield chunk
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The llm plugin
-
-
-@llm.hookimpl
-def register_models(register: Any) -> None:
-    """``llm -m harness``: a model answered by a harness of its own (instruction blocks, the lorem, seed 002's
-    default), in any process where this package is installed."""
-    from harnessweb.testing.activation import process_harness
-
-    harness = process_harness()
-    register(HarnessModel(harness, "harness"), HarnessAsyncModel(harness, "harness"))
