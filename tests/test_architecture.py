@@ -102,6 +102,17 @@ def test_it_keeps_the_plugin_free_of_django(name: str) -> None:
             assert imported in PURE or imported.startswith("harnessweb.testing"), f"{name} imports {imported}"
 
 
+def test_it_keeps_the_server_from_importing_the_plugin() -> None:
+    offenders = [
+        (name, imported)
+        for name in MODULES
+        if not name.startswith("harnessweb.testing")
+        for imported in project_imports(name)
+        if imported.startswith("harnessweb.testing")
+    ]
+    assert offenders == []
+
+
 def _stdlib() -> frozenset[str]:
     import sys
 

@@ -5,6 +5,7 @@ say why; alone, under ``-n 2`` (pytest-xdist) and in random order, never sharing
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -264,3 +265,17 @@ def test_it_names_the_file_of_a_broken_scenario_folder(pytester: pytest.Pytester
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-scenarios", "scenarios")
     result.stdout.fnmatch_lines(["*--harness-scenarios:*bad.json*turn*"])
     assert result.ret != 0
+
+
+def test_it_runs_the_readme_example_as_written(pytester: pytest.Pytester) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Use it from pytest", 1)[1]
+    scenario = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    test = section.split("```python\n", 1)[1].split("```", 1)[0]
+    command = section.split("```sh\npytest ", 2)[1].split("#", 1)[0].split()
+    pytester.mkdir("scenarios")
+    (pytester.path / "scenarios" / "weather.yaml").write_text(scenario)
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_weather.py").write_text(test)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *command)
+    result.assert_outcomes(passed=1)

@@ -156,6 +156,7 @@ def sdk_call(client: Any, case: SdkCase) -> Callable[[], object]:
 
 def floor_client(h: Harness, case: SdkCase) -> Any:
     """The case's SDK client on a MockTransport answering what the harness answered the same request."""
+    h.reset()
     case.configure(h)
     body = json.dumps(case.request).encode()
     out, extra, _ = h.exchange("POST", PATHS[case.sdk], "", {"content-type": "application/json"}, body)
