@@ -11,6 +11,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -138,14 +139,26 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     # -- sending -------------------------------------------------------------------------------------------------
 
-    async def send_out(self, out: respond.Outgoing) -> None:
+    async def send_out(self, out: respond.Outgoing, finish: Callable[[], None] | None = None) -> None:
         """Send a response as the engine planned it: held, paced, or cut after some frames."""
         if out.hold_ms:
             await self.pause(out.hold_ms / 1000)
-        await self.reply(out.encoded, interval_ms=out.interval_ms, drop_after=out.drop_after)
+        await self.reply(out.encoded, interval_ms=out.interval_ms, drop_after=out.drop_after, finish=finish)
 
-    async def reply(self, encoded: Encoded, *, interval_ms: int = 0, drop_after: int | None = None) -> None:
-        """Send an encoded response; ``drop_after`` frames cuts the connection there (a simulated network error)."""
+    async def reply(
+        self,
+        encoded: Encoded,
+        *,
+        interval_ms: int = 0,
+        drop_after: int | None = None,
+        finish: Callable[[], None] | None = None,
+    ) -> None:
+        """Send an encoded response; ``drop_after`` frames cuts the connection there (a simulated network error).
+
+        ``finish`` records how the response went; it runs before the last frame, which waits for the commit of
+        what it recorded, so a client that has the end of the response can read it back (a cut response has no
+        end: it is recorded after the cut).
+        """
         headers = list(encoded.headers)
         if self.run is not None:
             headers.append((b"x-harness-run", str(self.run.id).encode()))
@@ -160,6 +173,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         for i, frame in enumerate(frames):
             if i and interval_ms:
                 await self.pause(interval_ms / 1000)
+            if i == last and finish is not None:
+                await self._finish(finish)
             await self.send_body(frame, more_body=i != last)
             if self.first_byte is None:
                 self.first_byte = time.perf_counter()
@@ -171,10 +186,20 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                     live, last_live = [], time.perf_counter()
         if drop_after is not None:
             close_connection(self.base_send)
+            if finish is not None:
+                finish()
         elif not frames:
+            if finish is not None:
+                await self._finish(finish)
             await self.send_body(b"")
         if live and self.run is not None:
             await get_recorder().live(self.run, self.turn, live)
+
+    async def _finish(self, finish: Callable[[], None]) -> None:
+        if self.first_byte is None:  # a one-frame response: its first byte is its last
+            self.first_byte = time.perf_counter()
+        finish()
+        await get_recorder().durable()
 
     def _error(self, status: int, message: str, param: str | None = None) -> Encoded:
         return self.protocol.encode_error(status, message, param=param, request_id=self.request_id)
@@ -298,12 +323,16 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def refuse(self, status: int, message: str) -> None:
         recorder = get_recorder()
-        assert self.run is not None
-        recorder.event(self.run, "rejected", self.turn, {"status": status, "message": message})
-        change = next_status(self.run.status, Refused(message, turns_served=len(self.run.turns_served)))
-        if change is not None:
-            recorder.update(self.run, status=change.status, status_reason=change.reason)
-        await self.reply(self._error(status, message))
+        run = self.run
+        assert run is not None
+
+        def finish() -> None:
+            recorder.event(run, "rejected", self.turn, {"status": status, "message": message})
+            change = next_status(run.status, Refused(message, turns_served=len(run.turns_served)))
+            if change is not None:
+                recorder.update(run, status=change.status, status_reason=change.reason)
+
+        await self.reply(self._error(status, message), finish=finish)
 
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
         reply = decision.reply
@@ -312,24 +341,26 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             # Before the first byte: a client may continue from this answer as soon as it has read it.
             await conversations.remember(self.protocol, request, reply)
         out = respond.reply_outgoing(self.protocol, reply, request)
-        encoded = out.encoded
-        await self.send_out(out)
         run = self.run
         assert run is not None
         recorder = get_recorder()
-        summary = respond.response_summary(decision, encoded)
-        summary.update(self._timings(), status=encoded.status, stream=request.stream)
-        recorder.event(run, "response", decision.turn, summary)
-        served = run.turns_served | {decision.turn}
-        changes: dict[str, Any] = {"turns_served": served}
-        skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
-        ends_run = decision.completes_run or decision.mode != "scenario"
-        change = next_status(run.status, Replied(decision.problem, tuple(skipped), ends_run))
-        if change is not None:
-            changes.update(status=change.status, status_reason=change.reason)
-            if change.finished:
-                changes["finished_at"] = timezone.now()
-        recorder.update(run, **changes)
+
+        def finish() -> None:
+            summary = respond.response_summary(decision, out.encoded)
+            summary.update(self._timings(), status=out.encoded.status, stream=request.stream)
+            recorder.event(run, "response", decision.turn, summary)
+            served = run.turns_served | {decision.turn}
+            changes: dict[str, Any] = {"turns_served": served}
+            skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
+            ends_run = decision.completes_run or decision.mode != "scenario"
+            change = next_status(run.status, Replied(decision.problem, tuple(skipped), ends_run))
+            if change is not None:
+                changes.update(status=change.status, status_reason=change.reason)
+                if change.finished:
+                    changes["finished_at"] = timezone.now()
+            recorder.update(run, **changes)
+
+        await self.send_out(out, finish)
 
     async def fail(self, decision: Decision, request: ChatRequest, attempt: int) -> None:
         failure = decision.failure
@@ -343,23 +374,27 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             "retryable": failure.retryable,
             "retry_after_ms": failure.retry_after_ms,
         }
-        recorder.event(self.run, "failure_injected", decision.turn, data)
+        run = self.run
+        recorder.event(run, "failure_injected", decision.turn, data)
         hold = settings.HARNESS_TIMEOUT_HOLD_MS
         out = respond.failure_outgoing(self.protocol, failure, decision, request, self.request_id, hold)
-        await self.send_out(out)
         dropped = out.drop_after is not None
-        recorder.event(
-            self.run,
-            "response",
-            decision.turn,
-            {
-                **self._timings(),
-                "status": None if dropped else out.encoded.status,
-                "failure": failure.status,
-                "stream": request.stream,
-                "dropped": dropped,
-            },
-        )
+
+        def finish() -> None:
+            recorder.event(
+                run,
+                "response",
+                decision.turn,
+                {
+                    **self._timings(),
+                    "status": None if dropped else out.encoded.status,
+                    "failure": failure.status,
+                    "stream": request.stream,
+                    "dropped": dropped,
+                },
+            )
+
+        await self.send_out(out, finish)
 
     def _timings(self) -> dict[str, float | None]:
         now = time.perf_counter()

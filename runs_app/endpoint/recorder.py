@@ -1,9 +1,12 @@
 """Runs and their events: resolved in memory on the request path, written to the database in batches.
 
 A request never waits on a database write before its first byte (the one exception is the attempt counter of a
-turn that simulates failures, which must be atomic across processes). Runs live in a bounded in-process index;
-a run this process has not seen is looked up in the database, so a conversation that moves between workers keeps
-its run once the earlier worker has flushed (within ``HARNESS_RECORDER_FLUSH_MS``).
+turn that simulates failures, which must be atomic across processes). Its last frame waits for the commit of the
+batch that holds its events (:meth:`Recorder.durable`), and requests that end together share one commit: once a
+client has the end of a response, every reader sees the run and that response's events.
+
+Runs live in a bounded in-process index; a run this process has not seen is looked up in the database, so a
+conversation that moves between workers keeps its run once the earlier worker has flushed.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from runs_app.models import AttemptCounter, Run, RunEvent
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
+DURABLE_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -89,6 +93,13 @@ class Recorder:
         self.dirty: dict[uuid.UUID, RunState] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        # Durability: every queued change gets a generation; a flush commits all generations up to the one it
+        # saw when it started. Requests ending a response wait for theirs (and ask for a flush without the wait
+        # that gathers a batch).
+        self.queued = 0
+        self.committed = 0
+        self._urgent = asyncio.Event()
+        self._flushed = asyncio.Condition()
 
     # -- runs ----------------------------------------------------------------------------------------------------
 
@@ -127,6 +138,7 @@ class Recorder:
         for name, value in changes.items():
             setattr(state, name, value)
         self.dirty[state.id] = state
+        self.queued += 1
         self._schedule()
 
     # -- events --------------------------------------------------------------------------------------------------
@@ -136,7 +148,27 @@ class Recorder:
         self.pending_events.append(PendingEvent(state.id, state.next_seq, timezone.now(), kind, turn, data))
         state.next_seq += 1
         self.dirty[state.id] = state
+        self.queued += 1
         self._schedule()
+
+    async def durable(self, timeout: float = DURABLE_TIMEOUT_S) -> bool:
+        """Wait until everything queued so far is committed; concurrent callers share one commit.
+
+        False when the database did not commit within ``timeout`` (down, or slow): the response goes on rather
+        than hang, and the failed batch is logged by the flusher.
+        """
+        target = self.queued
+        if self.committed >= target:
+            return True
+        self._schedule()
+        self._urgent.set()
+        async with self._flushed:
+            try:
+                await asyncio.wait_for(self._flushed.wait_for(lambda: self.committed >= target), timeout)
+            except TimeoutError:
+                log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
+                return False
+        return True
 
     # -- flushing ------------------------------------------------------------------------------------------------
 
@@ -150,13 +182,17 @@ class Recorder:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            await asyncio.sleep(interval)  # gather a batch
+            if not self._urgent.is_set():  # gather a batch, unless a response waits for its commit
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._urgent.wait(), interval)
+            self._urgent.clear()
             await self.flush()
 
     async def flush(self) -> None:
         """Write every pending run change and event in one transaction, then broadcast the events."""
         if not self.dirty and not self.pending_events:
             return
+        generation = self.queued
         runs = [s.row() for s in self.dirty.values()]
         events, self.pending_events = self.pending_events, []
         self.dirty = {}
@@ -165,6 +201,9 @@ class Recorder:
         except Exception:
             log.exception("Could not record %d runs and %d events", len(runs), len(events))
             return
+        async with self._flushed:
+            self.committed = max(self.committed, generation)
+            self._flushed.notify_all()
         for event in events:
             await broadcast(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
         for run in runs:  # the runs list shows new runs and status changes live
