@@ -174,6 +174,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if i and interval_ms:
                 await self.pause(interval_ms / 1000)
             if i == last and finish is not None:
+                if live and self.run is not None:  # watchers see what the client has before the response's events
+                    await get_recorder().live(self.run, self.turn, live)
+                    live = []
                 await self._finish(finish)
             await self.send_body(frame, more_body=i != last)
             if self.first_byte is None:

@@ -2,17 +2,12 @@
 
     .venv/bin/python tests/benchmarks/plugin_overhead.py [--calls 1000] [--rounds 3]
 
-Every case runs one warm-up round, then ``--rounds`` rounds of ``--calls`` calls, each call timed with
-``time.perf_counter_ns``; the round with the lowest median counts. Between rounds the harness is reset (and its
-answers configured again), so its call history (always on) never holds more than one round.
-
-- llm boundary: seed 002's loop, ``llm.get_model(name).prompt(...).text()``, with ``llm.get_model`` patched as the
-  plugin patches it; its floor is a bare ``llm.Model`` from a dict (what llm itself costs).
-- SDK rows: the official openai / anthropic clients on the harness's in-process transport; each floor is the same
-  client on an ``httpx2.MockTransport`` that returns the status, headers and frames the harness sent for the same
-  request (what the SDK and httpx2 cost). "harness ms" is the median minus the floor's median: the harness's share.
-
-Server mode is not implemented yet; it is measured once it lands. Nothing is written but a temporary LLM_USER_PATH.
+A case and its floor take turns: one warm-up round each, then ``--rounds`` rounds each of ``--calls`` calls, every
+call timed with ``time.perf_counter_ns``; each one's round with the lowest median counts. The harness is reset (its
+answers configured again) before each round, so its call history (always on) holds one round at most. Cases: seed
+002's loop at the ``llm`` boundary (``llm.get_model`` patched as the plugin patches it) against a bare ``llm.Model``,
+and the openai / anthropic SDK clients on the harness's in-process transport against the same clients on an
+``httpx2.MockTransport`` sending the harness's own bytes for the same request. Server mode is measured once it lands.
 """
 
 from __future__ import annotations
@@ -29,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from typing import Any
 
@@ -44,6 +40,7 @@ LLM_PROMPT = "Summarise this"
 LLM_TARGET_MS = 0.1
 SDK_TARGET_MS = 1.0
 SHARE_TARGET_MS = 0.3
+TARGET_NAMES = {"median_ms": "median", "share_ms": "harness share"}
 SCENARIO = {
     "id": "bench",
     "turns": [{"turn": 1, "response": {"kind": "text", "assistant_text": "Hello from the scenario"}}],
@@ -52,18 +49,9 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 OPENAI = {"model": "gpt-4o", "messages": MESSAGES}
 ANTHROPIC = {"model": "claude-sonnet-4-6", "max_tokens": 100, "messages": MESSAGES}
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
-
-
-def set_text(h: Harness) -> None:
-    h.set_response(text="Hello from the harness")
-
-
-def set_json(h: Harness) -> None:
-    h.set_response(json={"found": True}, model=LLM_MODEL)
-
-
-def play_scenario(h: Harness) -> None:
-    h.use_scenario(SCENARIO)
+Call = Callable[[], object]
+Prepare = Callable[[], None]
+set_text = partial(Harness.set_response, text="Hello from the harness")
 
 
 @dataclass(frozen=True)
@@ -71,7 +59,7 @@ class SdkCase:
     label: str
     sdk: str  # "openai" or "anthropic"
     request: dict[str, Any]
-    configure: Callable[[Harness], None]
+    configure: Callable[[Harness], object]
 
 
 SDK_CASES = (
@@ -79,7 +67,7 @@ SDK_CASES = (
     SdkCase("openai stream", "openai", {**OPENAI, "stream": True}, set_text),
     SdkCase("anthropic", "anthropic", ANTHROPIC, set_text),
     SdkCase("anthropic stream", "anthropic", {**ANTHROPIC, "stream": True}, set_text),
-    SdkCase("openai scenario turn", "openai", OPENAI, play_scenario),
+    SdkCase("openai scenario turn", "openai", OPENAI, lambda h: h.use_scenario(SCENARIO)),
 )
 
 
@@ -111,6 +99,7 @@ class Row:
     label: str
     times_ns: list[int]
     floor: Row | None = None
+    targets: dict[str, float] | None = None  # figure (a property) → what it must stay under, in ms
 
     @property
     def median_ms(self) -> float:
@@ -126,25 +115,25 @@ class Row:
         return self.median_ms - self.floor.median_ms if self.floor else math.nan
 
 
-def measure(
-    call: Callable[[], object], calls: int, rounds: int, prepare: Callable[[], None] = lambda: None
-) -> list[int]:
-    """One warm-up round, then ``rounds`` rounds of ``calls`` timed calls: the per-call times of the best round."""
-    best: list[int] = []
+def measure(loops: list[tuple[Call, Prepare]], calls: int, rounds: int) -> list[list[int]]:
+    """Per (call, prepare): the per-call times of its best round. Rounds of the loops alternate, so that a change in
+    the machine's load hits a case and its floor alike."""
+    best: list[list[int]] = [[] for _ in loops]
     for round_number in range(rounds + 1):
-        prepare()
-        gc.collect()
-        times = []
-        for _ in range(calls):
-            started = time.perf_counter_ns()
-            call()
-            times.append(time.perf_counter_ns() - started)
-        if round_number and (not best or statistics.median(times) < statistics.median(best)):
-            best = times
+        for kept, (call, prepare) in zip(best, loops, strict=True):
+            prepare()
+            gc.collect()
+            times = []
+            for _ in range(calls):
+                started = time.perf_counter_ns()
+                call()
+                times.append(time.perf_counter_ns() - started)
+            if round_number and (not kept or statistics.median(times) < statistics.median(kept)):
+                kept[:] = times
     return best
 
 
-def sdk_call(client: Any, case: SdkCase) -> Callable[[], object]:
+def sdk_call(client: Any, case: SdkCase) -> Call:
     """One call of the case on ``client``: its answer text, or (streamed) the number of chunks or events read."""
     create = client.chat.completions.create if case.sdk == "openai" else client.messages.create
     if case.request.get("stream"):
@@ -154,10 +143,9 @@ def sdk_call(client: Any, case: SdkCase) -> Callable[[], object]:
     return lambda: create(**case.request).content[0].text
 
 
-def floor_client(h: Harness, case: SdkCase) -> Any:
+def floor_client(h: Harness, case: SdkCase, prepare: Prepare) -> Any:
     """The case's SDK client on a MockTransport answering what the harness answered the same request."""
-    h.reset()
-    case.configure(h)
+    prepare()
     body = json.dumps(case.request).encode()
     out, extra, _ = h.exchange("POST", PATHS[case.sdk], "", {"content-type": "application/json"}, body)
     h.reset()
@@ -176,34 +164,46 @@ def run(calls: int, rounds: int) -> list[Row]:
     h = Harness()
     clients = {"openai": h.openai_client(), "anthropic": h.anthropic_client()}
 
-    def configured(configure: Callable[[Harness], None]) -> Callable[[], None]:
-        return lambda: (h.reset(), configure(h), None)[-1]
+    def configured(configure: Callable[[Harness], object]) -> Prepare:
+        def prepare() -> None:  # a fresh history, the case's answers configured again
+            h.reset()
+            configure(h)
+
+        return prepare
+
+    def pair(label: str, on_harness: Call, on_floor: Call, prepare: Prepare, targets: dict[str, float]) -> list[Row]:
+        """A case and its floor: check that both give the same answer, then measure both."""
+        prepare()
+        got, floor_got = on_harness(), on_floor()
+        if got != floor_got:
+            raise RuntimeError(f"{label}: the harness answered {got!r}, the floor {floor_got!r}")
+        harness_times, floor_times = measure([(on_harness, prepare), (on_floor, lambda: None)], calls, rounds)
+        floor = Row(f"{label} floor", floor_times)
+        return [Row(label, harness_times, floor, targets), floor]
 
     def harness_llm_call() -> object:
         return llm.get_model(LLM_MODEL).prompt(LLM_PROMPT).text()
 
     def floor_llm_call() -> object:
         response = FLOOR_MODELS["floor"].prompt(LLM_PROMPT)
-        return response.text(), response.usage()
+        text = response.text()
+        response.usage()
+        return text
 
-    rows = []
     original = llm.get_model
     llm.get_model = lambda name=None, *a, **k: h.get_model(name)  # as the plugin patches it
     try:
-        floor = Row("llm floor (bare llm.Model)", measure(floor_llm_call, calls, rounds))
-        configured(set_json)()
-        if harness_llm_call() != '{"found": true}':
-            raise RuntimeError(f"llm boundary answered {harness_llm_call()!r}")
-        rows += [Row("llm boundary", measure(harness_llm_call, calls, rounds, configured(set_json)), floor), floor]
+        answer_json = configured(lambda h: h.set_response(json={"found": True}, model=LLM_MODEL))
+        targets = {"median_ms": LLM_TARGET_MS}
+        rows = pair("llm boundary", harness_llm_call, floor_llm_call, answer_json, targets)
     finally:
         llm.get_model = original
     for case in SDK_CASES:
-        on_harness, on_floor = sdk_call(clients[case.sdk], case), sdk_call(floor_client(h, case), case)
-        configured(case.configure)()
-        if on_harness() != on_floor():  # the floor parses the same bytes to the same answer
-            raise RuntimeError(f"{case.label}: harness answered {on_harness()!r}, the floor {on_floor()!r}")
-        floor = Row(f"{case.label} floor (MockTransport)", measure(on_floor, calls, rounds))
-        rows += [Row(case.label, measure(on_harness, calls, rounds, configured(case.configure)), floor), floor]
+        prepare = configured(case.configure)
+        floor = floor_client(h, case, prepare)
+        on_harness, on_floor = sdk_call(clients[case.sdk], case), sdk_call(floor, case)
+        targets = {"median_ms": SDK_TARGET_MS, "share_ms": SHARE_TARGET_MS}
+        rows += pair(case.label, on_harness, on_floor, prepare, targets)
     h.reset()
     return rows
 
@@ -213,31 +213,28 @@ def fmt(value: float) -> str:
 
 
 def report(rows: list[Row], calls: int, rounds: int) -> list[str]:
-    header = f"{'case':<38} {'median ms':>10} {'p99 ms':>9} {'floor ms':>9} {'harness ms':>11}"
+    width = max(len(row.label) for row in rows)
+    header = f"{'case':<{width}} {'median ms':>10} {'p99 ms':>9} {'floor ms':>9} {'harness ms':>11}"
     lines = [header, "-" * len(header)]
     for row in rows:
-        floor_ms = row.floor.median_ms if row.floor else math.nan
+        figures = (row.median_ms, row.p99_ms, row.floor.median_ms if row.floor else math.nan, row.share_ms)
         lines.append(
-            f"{row.label:<38} {fmt(row.median_ms):>10} {fmt(row.p99_ms):>9} {fmt(floor_ms):>9} {fmt(row.share_ms):>11}"
+            f"{row.label:<{width}}" + "".join(f"{fmt(v):>{w}}" for v, w in zip(figures, (11, 10, 10, 12), strict=True))
         )
     lines += [
         "",
-        f"Per call, best of {rounds} rounds of {calls} calls (lowest median) after one warm-up round. floor ms: the "
-        "floor's median; harness ms: median - floor median, the harness's own share.",
+        f"Per call, best of {rounds} rounds of {calls} calls (lowest median) after one warm-up round.",
+        "Floors: a bare llm.Model from a dict; the same SDK client on an httpx2.MockTransport sending the bytes the",
+        "harness sent. floor ms: the floor's median; harness ms: median - floor median, the harness's own share.",
         "server mode: not implemented yet; measured once server mode lands.",
         "",
         "Targets:",
     ]
-    checks = []
     for row in rows:
-        if row.label == "llm boundary":
-            checks.append((f"{row.label}: median", row.median_ms, LLM_TARGET_MS))
-        elif row.floor is not None:
-            checks.append((f"{row.label}: median", row.median_ms, SDK_TARGET_MS))
-            checks.append((f"{row.label}: harness share", row.share_ms, SHARE_TARGET_MS))
-    for what, value, target in checks:
-        verdict = "PASS" if value < target else "MISS"
-        lines.append(f"  {verdict}  {what} {value:.3f} ms (target < {target} ms)")
+        for figure, target in (row.targets or {}).items():
+            value = getattr(row, figure)
+            verdict = "PASS" if value < target else "MISS"
+            lines.append(f"  {verdict}  {row.label}: {TARGET_NAMES[figure]} {value:.3f} ms (target < {target} ms)")
     return lines
 
 
