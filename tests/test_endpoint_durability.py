@@ -11,6 +11,8 @@ import pytest
 from runs_app.models import Run
 from tests.conftest import make_scenario, make_token
 
+pytestmark = pytest.mark.backends  # make test runs these on PostgreSQL too
+
 
 def ask(client: openai.OpenAI, text: str, **kw: object) -> object:
     return client.chat.completions.with_raw_response.create(
