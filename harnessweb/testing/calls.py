@@ -11,13 +11,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Request fields a call names on its own; every other field of the body goes to ``params``.
-_NAMED = {
-    "model", "messages", "system", "tools", "temperature", "top_p", "max_tokens", "max_completion_tokens",
-    "max_output_tokens", "stream", "input", "instructions", "prompt", "contents", "systemInstruction",
-    "generationConfig", "response_format", "output_format", "output_config", "text",
-}  # fmt: skip
-
 
 @dataclass
 class Call:
@@ -75,82 +68,6 @@ def schema_name(schema: dict[str, Any] | None) -> str | None:
     if schema is None:
         return None
     return str(schema.get("title") or schema.get("name") or "schema")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# What a request asked for, read from its body as sent
-
-
-def _dig(body: dict[str, Any], *path: str) -> Any:
-    value: Any = body
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def requested_schema(protocol: str, body: dict[str, Any]) -> dict[str, Any] | None:
-    """The JSON Schema a request asks its answer to follow (structured outputs), or None."""
-    candidates = (
-        _dig(body, "response_format", "json_schema", "schema"),  # Chat Completions
-        _dig(body, "text", "format", "schema"),  # Responses
-        _dig(body, "output_config", "format", "schema"),  # Anthropic structured outputs
-        _dig(body, "output_format", "schema"),
-        _dig(body, "generationConfig", "responseSchema"),  # Gemini
-        _dig(body, "generationConfig", "responseJsonSchema"),
-    )
-    schema = next((c for c in candidates if isinstance(c, dict)), None)
-    if schema is None and _dig(body, "response_format", "type") == "json_object":
-        return {"type": "object"}
-    if schema is not None and "title" not in schema:
-        name = _dig(body, "response_format", "json_schema", "name") or _dig(body, "text", "format", "name")
-        if name:
-            schema = {"title": name, **schema}
-    return schema
-
-
-def max_tokens_of(body: dict[str, Any]) -> int | None:
-    for value in (
-        body.get("max_completion_tokens"),
-        body.get("max_tokens"),
-        body.get("max_output_tokens"),
-        _dig(body, "generationConfig", "maxOutputTokens"),
-    ):
-        if isinstance(value, int):
-            return value
-    return None
-
-
-def forced_tool(body: dict[str, Any], tools: list[str]) -> str | None:
-    """The tool a request forces (a named function or tool, or any tool when there is one), or None."""
-    choice = body.get("tool_choice")
-    if isinstance(choice, dict):
-        name = choice.get("name") or _dig(choice, "function", "name")
-        if name:
-            return str(name)
-        if choice.get("type") == "any" and tools:
-            return tools[0]
-    if choice == "required" and tools:
-        return tools[0]
-    mode = _dig(body, "toolConfig", "functionCallingConfig", "mode")
-    if mode == "ANY" and tools:
-        names = _dig(body, "toolConfig", "functionCallingConfig", "allowedFunctionNames") or tools
-        return str(names[0])
-    return None
-
-
-def params_of(body: dict[str, Any]) -> dict[str, Any]:
-    """Every request parameter the call does not name on its own, as sent."""
-    params = {key: value for key, value in body.items() if key not in _NAMED}
-    config = body.get("generationConfig")
-    if isinstance(config, dict):
-        params.update({k: v for k, v in config.items() if k not in ("temperature", "topP", "maxOutputTokens")})
-    return params
-
-
-def number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harnessweb.engine import respond, routes
+from harnessweb.engine import asked, configured, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
     Decision,
@@ -26,7 +26,6 @@ from harnessweb.engine.playback import Catalog, decide
 from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
-from harnessweb.testing import answers as configured
 from harnessweb.testing import calls as history
 from harnessweb.testing.clients import Clients
 
@@ -217,7 +216,7 @@ class Harness(Clients):
         if answer is not None or error is not None:
             call.answered_by = "configured"
             if answer is not None:
-                forced = history.forced_tool(body, call.tools)
+                forced = asked.forced_tool(body, call.tools)
                 reply = configured.reply_for(answer, request, forced, len(self.calls))
             else:
                 reply = lorem_reply(request, False, self.options.signature_key)
@@ -251,11 +250,11 @@ class Harness(Clients):
             system=request.system,
             prompt=request.last_user,
             tools=tools,
-            schema=history.requested_schema(request.protocol, body),
+            schema=asked.requested_schema(body),
             temperature=request.temperature,
             top_p=request.top_p,
-            max_tokens=history.max_tokens_of(body),
-            params=history.params_of(body),
+            max_tokens=asked.max_tokens_of(body),
+            params=asked.params_of(body),
             stream=request.stream,
             timestamp=datetime.datetime.now(datetime.UTC).isoformat(),
         )

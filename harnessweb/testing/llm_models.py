@@ -20,8 +20,9 @@ from typing import Any
 import llm
 from pydantic import ConfigDict
 
+from harnessweb.engine.asked import number
 from harnessweb.engine.exchange import ChatRequest, Message, word_chunks
-from harnessweb.testing.calls import Call, number
+from harnessweb.testing.calls import Call
 
 LLM_PATH = "llm"
 

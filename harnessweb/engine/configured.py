@@ -1,5 +1,6 @@
-"""Answers a test configures without a scenario file: ``set_response`` (text, JSON, tool calls, reasoning) and
-``set_error`` (a failure kind the provider would send, or an exception to raise), per model or for any model.
+"""Answers configured without a scenario file (the pytest plugin's ``set_response`` and ``set_error``, in-process or
+stored on a run in server mode): text, JSON, tool calls or reasoning, and failures of the schema's kinds (or, in
+process, an exception to raise), per model or for any model.
 
 Set several times for one model, answers come in that order and the last one stays; an error lasts ``times``
 calls (or always). Pure: no Django, no I/O.
