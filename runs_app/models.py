@@ -116,6 +116,22 @@ class KeptAnswer(models.Model):
         return self.id
 
 
+class RunScript(models.Model):
+    """What the requests of one named run (``X-Harness-Run``) get before any scenario: answers and failure kinds
+    configured by a test (the pytest plugin's server mode, or any client through the API), each counting its uses,
+    and the scenario to play. Read and counted in one transaction per request, so every worker serves an answer
+    once."""
+
+    run_id = models.UUIDField(primary_key=True)
+    scenario = models.CharField(max_length=100, blank=True, default="")
+    # harnessweb.engine.configured.Answers.to_data(): {"answers": [...], "errors": [...]}, with "used" counts.
+    script = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return str(self.run_id)
+
+
 # -- CI uploads ------------------------------------------------------------------------------------------------------
 
 

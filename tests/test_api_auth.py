@@ -23,7 +23,7 @@ from ninja.testing import TestClient
 from harnessweb import apikit
 from harnessweb.api import api
 from runs_app import tokens
-from runs_app.models import ApiToken, Cassette, Run
+from runs_app.models import ApiToken, Cassette, Run, RunScript
 from scenarios_app.models import Scenario
 from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token
 
@@ -37,6 +37,7 @@ def make_targets() -> dict[str, Any]:
     """Rows for the path parameters, so that a request that got past auth would really write."""
     make_scenario("demo")
     run = make_ci_run()
+    RunScript.objects.create(run_id=run.id, script={"answers": [], "errors": []})
     data = (VCR_DIR / "openai_simple_text.json").read_bytes()
     cassette = Cassette.objects.create(
         name="openai_simple_text.json", provider="openai", scenario="simple_text", content=data, digest="0" * 64, size=1
@@ -50,6 +51,7 @@ def make_request(method: str, path: str) -> dict[str, Any]:
     examples: dict[tuple[str, str], dict[str, Any]] = {
         ("post", "/api/runs"): {"json": {"name": "written", "external_id": "auth-test"}},
         ("post", "/api/runs/{run_id}/finish"): {"json": {"status": "passed"}},
+        ("put", "/api/runs/{run_id}/script"): {"json": {"answers": [{"text": "scripted"}]}},
         ("post", "/api/runs/{run_id}/trace-logs"): {"json": {"turn_number": 1, "file_path": "a", "content": "b"}},
         ("post", "/api/runs/{run_id}/verdicts"): {
             "json": {"criteria": [{"criterion": "c", "verdict": "PASS"}], "overall": "PASS"}

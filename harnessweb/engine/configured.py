@@ -12,7 +12,17 @@ import json
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from harnessweb.engine.exchange import Block, ChatRequest, Failure, Reply, Usage, conversation_seed, prompt_words
+from harnessweb.engine.exchange import (
+    Block,
+    ChatRequest,
+    Decision,
+    Failure,
+    Reply,
+    Usage,
+    conversation_seed,
+    prompt_words,
+)
+from harnessweb.engine.fallback import lorem_reply
 from harnessweb.engine.playback import failure_of
 from harnessweb.engine.schemas import FailureStatus
 
@@ -123,6 +133,63 @@ class Answers:
 
     def unused(self) -> list[str]:
         return [item.describe() for item in (*self.answers, *self.errors) if not item.used]
+
+    def to_data(self) -> dict[str, Any]:
+        """The JSON form (failure kinds only: an exception instance cannot leave the process)."""
+        answers = []
+        for a in self.answers:
+            what: dict[str, Any] = {"json": a.json} if a.has_json else {"text": a.text} if a.text is not None else {}
+            if a.tool_calls:
+                what = {"tool_calls": [dict(c) for c in a.tool_calls]}
+            answers.append({"model": a.model, **what, "reasoning": a.reasoning, "used": a.used})
+        errors = [
+            {"model": e.model, "kind": e.error, "times": "always" if e.times is None else e.times, "used": e.used}
+            for e in self.errors
+        ]
+        return {"answers": answers, "errors": errors}
+
+    @classmethod
+    def from_data(cls, data: Any) -> Answers:
+        """Read the JSON form; ``ValueError`` names the item and field that is wrong (``answers.0: ...``)."""
+        if not isinstance(data, dict):
+            raise ValueError("body: must be an object with 'answers' and 'errors' lists")
+        made = cls()
+        for name in ("answers", "errors"):
+            items = data.get(name, [])
+            if not isinstance(items, list):
+                raise ValueError(f"{name}: must be a list")
+            for i, item in enumerate(items):
+                try:
+                    if not isinstance(item, dict):
+                        raise TypeError("must be an object")
+                    if not isinstance(item.get("model"), str | None):
+                        raise TypeError("model must be a string or null")
+                    if name == "answers":
+                        entry: Any = make_answer(
+                            item.get("model"), item.get("text"), item.get("json"), "json" in item,
+                            item.get("tool_calls"), item.get("reasoning"),
+                        )  # fmt: skip
+                    else:
+                        if not isinstance(item.get("kind"), str):
+                            raise TypeError(f"kind must be one of {', '.join(FAILURE_KINDS)}")
+                        entry = make_error(item.get("model"), item["kind"], item.get("times", 1))
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(f"{name}.{i}: {exc}") from None
+                entry.used = item.get("used", 0) if isinstance(item.get("used", 0), int) else 0
+                (made.answers if name == "answers" else made.errors).append(entry)
+        return made
+
+
+def play(
+    entry: Answer | Error, request: ChatRequest, forced_tool: str | None, index: int, signature_key: str
+) -> tuple[Decision, Failure | None]:
+    """What a configured answer or failure kind gives a request: the decision (its reply; for a failure, the reply
+    a cut connection cuts) and the failure to serve, if any."""
+    if isinstance(entry, Error):
+        reply = lorem_reply(request, False, signature_key)
+        return Decision("configured", "", request.turn, reply), entry.failure()  # type: ignore[arg-type]
+    reply = reply_for(entry, request, forced_tool, index)
+    return Decision("configured", "", request.turn, reply), None  # type: ignore[arg-type]
 
 
 def reply_for(answer: Answer, request: ChatRequest, forced_tool: str | None, index: int) -> Reply:

@@ -15,13 +15,11 @@ from typing import Any
 from harnessweb.engine import asked, configured, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
-    Decision,
     Failure,
     InvalidRequest,
     NothingMatched,
     ScenarioNotFound,
 )
-from harnessweb.engine.fallback import lorem_reply
 from harnessweb.engine.playback import Catalog, decide
 from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.engine.wire.common import Encoded, WireError
@@ -212,16 +210,12 @@ class Harness(Clients):
             call.answered_by = "configured"
             call.error = {"type": type(error.error).__name__, "message": str(error.error)}
             raise error.error
-        answer = self.answers.take_answer(request.model) if error is None else None
-        if answer is not None or error is not None:
+        entry = error or self.answers.take_answer(request.model)
+        if entry is not None:
             call.answered_by = "configured"
-            if answer is not None:
-                forced = asked.forced_tool(body, call.tools)
-                reply = configured.reply_for(answer, request, forced, len(self.calls))
-            else:
-                reply = lorem_reply(request, False, self.options.signature_key)
-            decision = Decision("configured", "", request.turn, reply)  # type: ignore[arg-type]
-            return call, decision, error.failure() if error is not None else None
+            forced = asked.forced_tool(body, call.tools)
+            decision, failure = configured.play(entry, request, forced, len(self.calls), self.options.signature_key)
+            return call, decision, failure
         decision = decide(
             self._catalog,
             request,

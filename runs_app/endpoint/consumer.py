@@ -21,12 +21,19 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from harnessweb.engine import respond, routes
-from harnessweb.engine.exchange import ChatRequest, Decision, InvalidRequest, NothingMatched, ScenarioNotFound
+from harnessweb.engine import asked, configured, respond, routes
+from harnessweb.engine.exchange import (
+    ChatRequest,
+    Decision,
+    Failure,
+    InvalidRequest,
+    NothingMatched,
+    ScenarioNotFound,
+)
 from harnessweb.engine.playback import decide
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
-from runs_app.endpoint import conversations
+from runs_app.endpoint import conversations, scripts
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
@@ -283,22 +290,32 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 "body": payload,
             },
         )
-        catalog = cached_catalog() or await sync_to_async(current_catalog)()
-        try:
-            decision = decide(
-                catalog,
-                request,
-                header_scenario=self.headers.get(SCENARIO_HEADER),
-                pacing_enabled=settings.HARNESS_PACING,
-                signature_key=settings.HARNESS_SIGNATURE_KEY,
-                unmatched_error=self.headers.get(UNMATCHED_HEADER, settings.HARNESS_UNMATCHED).lower() == "error",
+        # A named run may carry a script (answers and failures configured by its test) before any scenario.
+        taken = await sync_to_async(scripts.take)(run.id, request.model) if explicit is not None else None
+        failure = None
+        if taken is not None and taken.entry is not None:
+            forced = asked.forced_tool(payload, list(request.tools))
+            decision, failure = configured.play(
+                taken.entry, request, forced, taken.index, settings.HARNESS_SIGNATURE_KEY
             )
-        except ScenarioNotFound as exc:
-            return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
-        except NothingMatched as exc:
-            return await self.refuse(404, str(exc))
-        except InvalidRequest as exc:
-            return await self.refuse(400, str(exc))
+        else:
+            catalog = cached_catalog() or await sync_to_async(current_catalog)()
+            named = self.headers.get(SCENARIO_HEADER) or (taken.scenario if taken is not None else "") or None
+            try:
+                decision = decide(
+                    catalog,
+                    request,
+                    header_scenario=named,
+                    pacing_enabled=settings.HARNESS_PACING,
+                    signature_key=settings.HARNESS_SIGNATURE_KEY,
+                    unmatched_error=self.headers.get(UNMATCHED_HEADER, settings.HARNESS_UNMATCHED).lower() == "error",
+                )
+            except ScenarioNotFound as exc:
+                return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
+            except NothingMatched as exc:
+                return await self.refuse(404, str(exc))
+            except InvalidRequest as exc:
+                return await self.refuse(400, str(exc))
         changes: dict[str, Any] = {"mode": decision.mode}
         if decision.scenario_id:
             changes["scenario_id"] = decision.scenario_id
@@ -316,12 +333,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         )
         recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
 
+        if failure is not None:  # a configured failure kind: one attempt of as many as the script gives
+            return await self.fail(decision, request, failure, 1, 1)
         if decision.failure is not None and run.id:
             attempt = await sync_to_async(take_attempt)(
                 run.id, decision.turn, request.protocol, decision.failures_before_success
             )
             if attempt:
-                return await self.fail(decision, request, attempt)
+                return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)
         await self.serve(decision, request)
 
     async def refuse(self, status: int, message: str) -> None:
@@ -365,15 +384,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
         await self.send_out(out, finish)
 
-    async def fail(self, decision: Decision, request: ChatRequest, attempt: int) -> None:
-        failure = decision.failure
-        assert failure is not None and self.run is not None
+    async def fail(self, decision: Decision, request: ChatRequest, failure: Failure, attempt: int, of: int) -> None:
+        assert self.run is not None
         recorder = get_recorder()
         data = {
             "status": failure.status,
             "message": failure.message,
             "attempt": attempt,
-            "of": decision.failures_before_success,
+            "of": of,
             "retryable": failure.retryable,
             "retry_after_ms": failure.retry_after_ms,
         }
