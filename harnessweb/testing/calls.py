@@ -11,6 +11,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harnessweb.engine import asked
+from harnessweb.engine.exchange import ChatRequest
+
 
 @dataclass
 class Call:
@@ -62,6 +65,26 @@ class Call:
     def finish(self) -> None:
         """The call's response has been read to its end (or cut): its duration is known."""
         self.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
+
+
+def call_from(request: ChatRequest, body: dict[str, Any], path: str, timestamp: str) -> Call:
+    """The call a request makes, from the neutral request and its body as sent."""
+    return Call(
+        protocol=request.protocol,
+        model=request.model,
+        path=path,
+        messages=[{"role": m.role, "content": m.text} for m in request.messages],
+        system=request.system,
+        prompt=request.last_user,
+        tools=list(request.tools),
+        schema=asked.requested_schema(body),
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_tokens=asked.max_tokens_of(body),
+        params=asked.params_of(body),
+        stream=request.stream,
+        timestamp=timestamp,
+    )
 
 
 def schema_name(schema: dict[str, Any] | None) -> str | None:

@@ -49,28 +49,6 @@ class HarnessError(Exception):
     """A call the harness refused in a way a test must see (an unknown scenario, a request it cannot parse)."""
 
 
-class ModelCalls:
-    """The calls of one model name (seed 002's per-model history)."""
-
-    def __init__(self, harness: Harness, name: str) -> None:
-        self.harness = harness
-        self.name = name
-
-    @property
-    def call_history(self) -> list[history.Call]:
-        return [c for c in self.harness.calls if c.model == self.name]
-
-    @property
-    def prompt_count(self) -> int:
-        return sum(1 for c in self.harness.calls if c.model == self.name)
-
-    def reset_history(self) -> None:
-        self.harness.calls[:] = [c for c in self.harness.calls if c.model != self.name]
-
-    def assert_called_with(self, **wanted: Any) -> history.Call:
-        return history.assert_called_with(self.call_history, **wanted)
-
-
 class Harness(Clients):
     """What one test configures and what its code sent. See the README, "Use it from pytest"."""
 
@@ -80,7 +58,7 @@ class Harness(Clients):
         self.options = options or Options()
         self._session_scenarios = list(scenarios or [])
         self.run_id = uuid.uuid4()
-        self.calls: list[history.Call] = []
+        self._calls: list[history.Call] = []
         self.answers = configured.Answers()
         self._catalog = Catalog.build(self._session_scenarios)
         self._scenario: str | None = None
@@ -89,6 +67,8 @@ class Harness(Clients):
         self._models: dict[str, Any] = {}
         self._async_models: dict[str, Any] = {}
         self.blocked: list[str] = []  # real provider hosts the code under test tried to reach
+        # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
+        self.server_source: Any = None
         self.transport_errors: list[BaseException] = []
 
     # -- configuring ---------------------------------------------------------------------------------------------
@@ -132,16 +112,39 @@ class Harness(Clients):
         exception instance is raised (at the ``llm`` boundary as it is, from the transport for SDK clients)."""
         self.answers.errors.append(configured.make_error(model, error, times))
 
+    def serve(self) -> str:
+        """Serve the rest of this test from the real app (for code that cannot take a client: a subprocess, a node
+        script; see ``env()``); returns the server's URL."""
+        if self.server_source is None:
+            raise HarnessError("serve() needs a server: use the pytest plugin, or harnessweb.testing.remote.serve()")
+        return self.server_source(self)
+
+    def env(self) -> dict[str, str]:
+        """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the
+        harness server (this test switches to server mode) and its calls land in this test's history."""
+        self.serve()
+        return self.env()  # now a RemoteHarness's
+
     def reset(self) -> None:
         """Forget configured answers, errors, the scenario in use, attempt counters, kept answers and history."""
         self.answers.clear()
-        self.calls.clear()
+        self._calls.clear()
         self._scenario = None
         self._catalog = Catalog.build(self._session_scenarios)
         self._attempts.clear()
         self._kept.clear()
 
     # -- reading the history -------------------------------------------------------------------------------------
+
+    @property
+    def calls(self) -> list[history.Call]:
+        """Every call of this test, in order."""
+        return self._calls
+
+    def forget(self, calls: list[history.Call]) -> None:
+        """Drop these calls from the history (a model's ``reset_history()``)."""
+        gone = {id(c) for c in calls}
+        self._calls[:] = [c for c in self._calls if id(c) not in gone]
 
     @property
     def prompt_count(self) -> int:
@@ -235,24 +238,8 @@ class Harness(Clients):
         return call, decision, failure
 
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
-        tools = list(request.tools)
-        call = history.Call(
-            protocol=request.protocol,
-            model=request.model,
-            path=path,
-            messages=[{"role": m.role, "content": m.text} for m in request.messages],
-            system=request.system,
-            prompt=request.last_user,
-            tools=tools,
-            schema=asked.requested_schema(body),
-            temperature=request.temperature,
-            top_p=request.top_p,
-            max_tokens=asked.max_tokens_of(body),
-            params=asked.params_of(body),
-            stream=request.stream,
-            timestamp=datetime.datetime.now(datetime.UTC).isoformat(),
-        )
-        self.calls.append(call)
+        call = history.call_from(request, body, path, datetime.datetime.now(datetime.UTC).isoformat())
+        self._calls.append(call)
         return call
 
     def exchange(
@@ -296,9 +283,9 @@ class Harness(Clients):
         except ScenarioNotFound as exc:
             return error(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)"), extra, None
         except NothingMatched as exc:
-            return error(404, str(exc)), extra, self.calls[-1]
+            return error(404, str(exc)), extra, self._calls[-1]
         except InvalidRequest as exc:
-            return error(400, str(exc)), extra, self.calls[-1]
+            return error(400, str(exc)), extra, self._calls[-1]
         if failure is not None:
             out = respond.failure_outgoing(wire, failure, decision, request, request_id, self.options.timeout_hold_ms)
             call.error = failure_record(failure, None if out.drop_after is not None else out.encoded.status)

@@ -93,7 +93,7 @@ class _History:
         return len(self.call_history)
 
     def reset_history(self) -> None:
-        self.harness.calls[:] = [c for c in self.harness.calls if c.model != self.model_id]
+        self.harness.forget(self.call_history)
 
     def assert_called_with(self, **wanted: Any) -> Call:
         from harnessweb.testing.calls import assert_called_with

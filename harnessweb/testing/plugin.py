@@ -11,6 +11,7 @@ provider's host fails the test, naming the host.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +20,9 @@ import pytest
 from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
 from harnessweb.testing import guard
 from harnessweb.testing.harness import Harness, Options
+from harnessweb.testing.remote import switch
 from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
+from harnessweb.testing.server import Server, start
 
 _BOOL = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
@@ -27,6 +30,8 @@ _BOOL = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "scenario harness")
     group.addoption("--harness-scenarios", default=None, help="Scenario files or a folder, loaded once per session")
+    group.addoption("--harness-url", default=None, help="Server mode on this harness server (or env HARNESS_URL)")
+    group.addoption("--harness-token", default=None, help="A write token for --harness-url (or env HARNESS_TOKEN)")
     parser.addini("harness_scenarios", "Scenario files or a folder, loaded once per session", default="")
     parser.addini("harness_strict", "Fail a test whose configured answers go unused or whose calls match nothing",
                   default="false")  # fmt: skip
@@ -41,6 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    url = config.getoption("harness_url") or os.environ.get("HARNESS_URL")
+    if url and not (config.getoption("harness_token") or os.environ.get("HARNESS_TOKEN")):
+        raise pytest.UsageError("--harness-url needs a write token: --harness-token or HARNESS_TOKEN")
     config.addinivalue_line("markers", "harness_strict: fail the test on unused answers or unmatched calls")
     config.addinivalue_line("markers", "harness_scenario(id): play this loaded scenario for every call of the test")
 
@@ -69,30 +77,56 @@ def _options(config: pytest.Config) -> Options:
     )
 
 
-@pytest.fixture(scope="session")
-def harness_session(pytestconfig: pytest.Config) -> tuple[list[Any], Options]:
-    """The session's scenarios (read once) and options."""
-    where = pytestconfig.getoption("harness_scenarios") or str(pytestconfig.getini("harness_scenarios")).strip()
-    scenarios: list[Any] = []
-    if where:
-        base = pytestconfig.rootpath
-        paths = [p if p.startswith("/") else str(base / p) for p in where.split()]
+class Session:
+    """What a test session shares: the scenarios (read once), the options, and server mode's server (started on
+    first use, or the one at ``--harness-url``)."""
+
+    def __init__(self, config: pytest.Config, tmp: Any) -> None:
+        where = config.getoption("harness_scenarios") or str(config.getini("harness_scenarios")).strip()
+        base = config.rootpath
+        self.paths = [p if p.startswith("/") else str(base / p) for p in where.split()] if where else []
         try:
-            scenarios = [scenario for _, scenario in read_scenario_files(paths)]
+            self.scenarios = [scenario for _, scenario in read_scenario_files(self.paths)] if self.paths else []
         except ScenarioFileError as exc:
             raise pytest.UsageError(f"--harness-scenarios: {exc}") from None
-    return scenarios, _options(pytestconfig)
+        self.options = _options(config)
+        self.url = config.getoption("harness_url") or os.environ.get("HARNESS_URL") or ""
+        self.token = config.getoption("harness_token") or os.environ.get("HARNESS_TOKEN") or ""
+        self._tmp = tmp
+        self._server: Server | None = None
+
+    def server(self) -> Server:
+        if self._server is None:
+            if self.url:
+                self._server = Server(self.url.rstrip("/"), self.token)
+            else:
+                self._server = start(self._tmp.mktemp("harness-server"), self.paths, pacing=self.options.pacing)
+        return self._server
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+
+@pytest.fixture(scope="session")
+def harness_session(pytestconfig: pytest.Config, tmp_path_factory: Any) -> Iterator[Session]:
+    session = Session(pytestconfig, tmp_path_factory)
+    yield session
+    session.close()
 
 
 @pytest.fixture
 def harness(
-    request: pytest.FixtureRequest, harness_session: tuple[list[Any], Options], monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, harness_session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Harness]:
     """This test's harness: its SDK clients, answers, errors, scenarios and call history."""
-    scenarios, options = harness_session
+    options = harness_session.options
     if request.node.get_closest_marker("harness_strict") is not None:
         options = Options(**{**vars(options), "strict": True})
-    instance = Harness(scenarios, options)
+    instance = Harness(harness_session.scenarios, options)
+    instance.server_source = lambda h: switch(h, harness_session.server())
+    if harness_session.url:
+        instance.serve()
     marker = request.node.get_closest_marker("harness_scenario")
     if marker is not None:
         instance.use_scenario(*marker.args)

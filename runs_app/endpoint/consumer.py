@@ -47,6 +47,7 @@ UNMATCHED_HEADER = "x-harness-unmatched"
 
 
 API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
+RUN_KEY_PREFIX = "harness-run-"
 
 
 def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: str = "") -> str:
@@ -248,9 +249,18 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         await self.play(request, explicit, payload)
 
     def _run_header(self) -> uuid.UUID | None:
+        """The run the request names: ``X-Harness-Run``, or an API key ``harness-run-<uuid>`` (what a program that
+        builds its own default client can be given through its environment, e.g. ``OPENAI_API_KEY``)."""
         value = self.headers.get(RUN_HEADER)
         if value is None:
-            return None
+            keys = [self.headers.get(name, "") for name in API_KEY_HEADERS] + parse_qs(self.query).get("key", [])
+            named = next((k.removeprefix("Bearer ") for k in keys if RUN_KEY_PREFIX in k), None)
+            if named is None:
+                return None
+            try:
+                return uuid.UUID(named.strip().removeprefix(RUN_KEY_PREFIX))
+            except ValueError:
+                return None
         try:
             return uuid.UUID(value.strip())
         except ValueError:

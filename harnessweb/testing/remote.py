@@ -1,0 +1,211 @@
+"""Server mode: the same harness API over the real app (started by the plugin, or at ``--harness-url``). The SDK
+clients reach the server over the network and name this test's run (``X-Harness-Run``); configured answers,
+failure kinds and the scenario become the run's script (``PUT /api/runs/{id}/script``); the call history is read
+back from the run's recorded events, which are readable the moment a response ends."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import orjson
+
+from harnessweb.engine import respond, routes
+from harnessweb.engine.configured import Answers
+from harnessweb.engine.exchange import ChatRequest
+from harnessweb.engine.wire.common import WireError
+from harnessweb.testing import calls as history
+from harnessweb.testing.harness import Harness, HarnessError
+from harnessweb.testing.server import Server
+
+RUN_HEADER = "X-Harness-Run"
+RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
+
+
+def calls_from_events(events: list[dict[str, Any]]) -> list[history.Call]:
+    """The calls a run's events record: one per ``request`` event, with how it was answered and what it got."""
+    found: list[history.Call] = []
+    call: history.Call | None = None
+    for event in events:
+        kind, data = event["kind"], event["data"]
+        if kind == "request":
+            call = _call_of(data, event["timestamp"])
+            if call is not None:
+                found.append(call)
+        elif call is None:
+            continue
+        elif kind == "match":
+            call.answered_by = data.get("mode", "")
+        elif kind == "failure_injected":
+            call.error = {"status": None, "kind": data.get("status"), "message": data.get("message")}
+        elif kind == "rejected":
+            call.error = {"status": data.get("status"), "kind": "rejected", "message": data.get("message")}
+        elif kind == "response":
+            call.duration_ms = data.get("duration_ms")
+            if call.error is not None:
+                call.error["status"] = data.get("status")
+            else:
+                keep = ("text", "reasoning", "tool_calls", "finish_reason", "usage", "chunks")
+                call.response = {k: data[k] for k in keep if k in data}
+    return found
+
+
+def _call_of(data: dict[str, Any], timestamp: str) -> history.Call | None:
+    route = routes.resolve(data.get("method", "POST"), data.get("path", ""), data.get("headers", {}))
+    if isinstance(route, routes.Refusal):
+        return None
+    try:
+        body, request = respond.read_request(route, orjson.dumps(data.get("body")))
+    except WireError:
+        return None
+    return history.call_from(request, body, data["path"], timestamp) if isinstance(request, ChatRequest) else None
+
+
+class RemoteHarness(Harness):
+    """A :class:`Harness` whose clients talk to a real server. See the README, "Use it from pytest"."""
+
+    server: Server
+
+    def attach(self, server: Server) -> RemoteHarness:
+        """Serve this test from ``server`` from now on (what it configured so far goes with it)."""
+        import httpx2
+
+        self.server = server
+        self.base_url = server.url
+        self._api = httpx2.Client(
+            base_url=server.url + "/api", headers={"Authorization": f"Bearer {server.token}"}, timeout=30
+        )
+        self._forgotten: set[tuple[str, str]] = set()
+        self._scenario_pushed = ""
+        if self.answers.answers or self.answers.errors or self._scenario:
+            self._push()
+        return self
+
+    # -- clients: over the network, naming the run ---------------------------------------------------------------
+
+    def http_client(self, *, asynchronous: bool = False, library_name: str = "httpx2", **kw: Any) -> Any:
+        from harnessweb.testing.transport import library
+
+        lib = library(library_name)
+        kw.setdefault("headers", {RUN_HEADER: str(self.run_id)})
+        return (lib.AsyncClient if asynchronous else lib.Client)(**kw)
+
+    def _sdk_arguments(self, kw: dict[str, Any], prefix: str, *, asynchronous: bool) -> dict[str, Any]:
+        kw.setdefault("api_key", RUN_KEY_PREFIX + str(self.run_id))
+        kw.setdefault("base_url", self.base_url + prefix)
+        kw["default_headers"] = {RUN_HEADER: str(self.run_id), **kw.get("default_headers", {})}
+        return kw
+
+    def genai_client(self, **kw: Any) -> Any:
+        from google import genai
+        from google.genai import types
+
+        kw.setdefault("api_key", RUN_KEY_PREFIX + str(self.run_id))
+        kw.setdefault("http_options", types.HttpOptions(base_url=self.base_url, headers={RUN_HEADER: str(self.run_id)}))
+        return genai.Client(**kw)
+
+    def env(self) -> dict[str, str]:
+        """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the
+        server and land in this test's run, named by their API key."""
+        key = RUN_KEY_PREFIX + str(self.run_id)
+        return {
+            "HARNESS_URL": self.base_url,
+            "OPENAI_BASE_URL": self.base_url + "/v1",
+            "OPENAI_API_KEY": key,
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": key,
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GEMINI_API_KEY": key,
+        }
+
+    # -- configuring: the run's script ---------------------------------------------------------------------------
+
+    def set_response(self, **kw: Any) -> None:
+        super().set_response(**kw)
+        self._push()
+
+    def set_error(self, error: str | BaseException, times: int | str = 1, model: str | None = None) -> None:
+        if isinstance(error, BaseException):
+            raise HarnessError(
+                f"set_error({error!r}): an exception cannot cross the wire to the server; in server mode give a "
+                "failure kind (rate_limit, timeout, network_error, invalid_response, model_error)"
+            )
+        super().set_error(error, times, model)
+        self._push()
+
+    def use_scenario(self, scenario: Any) -> Any:
+        chosen = super().use_scenario(scenario)
+        if not isinstance(scenario, str):  # given whole: the server must hold it too
+            body = chosen.model_dump(mode="json", exclude_defaults=True)
+            response = self._api.put(f"/scenarios/{chosen.id}", json=body)
+            if response.status_code >= 400:
+                raise HarnessError(f"use_scenario: the server refused the scenario: {response.text}")
+        self._push()
+        return chosen
+
+    def reset(self) -> None:
+        self._forgotten.update(self._key(c) for c in self.calls)
+        super().reset()
+        self._api.delete(f"/runs/{self.run_id}/script")
+
+    def _push(self) -> None:
+        current = self._api.get(f"/runs/{self.run_id}/script")
+        if current.status_code == 200:  # keep the server's counts: entries are only ever appended
+            served = Answers.from_data(current.json())
+            for mine, theirs in zip(self.answers.answers, served.answers, strict=False):
+                mine.used = theirs.used
+            for mine, theirs in zip(self.answers.errors, served.errors, strict=False):
+                mine.used = theirs.used
+        script = {**self.answers.to_data(), "scenario": self._scenario or ""}
+        response = self._api.put(f"/runs/{self.run_id}/script", json=script)
+        if response.status_code != 200:
+            raise HarnessError(f"the server refused this test's script: {response.text}")
+
+    # -- the history: the run's events, then what the llm boundary answered in this process ---------------------
+
+    @staticmethod
+    def _key(call: history.Call) -> tuple[str, str]:
+        return (call.timestamp, call.path)
+
+    @property
+    def calls(self) -> list[history.Call]:
+        response = self._api.get(f"/runs/{self.run_id}")
+        if response.status_code == 404:
+            remote: list[history.Call] = []
+        elif response.status_code != 200:
+            raise HarnessError(f"could not read this test's run from the server: {response.text}")
+        else:
+            remote = calls_from_events(response.json()["events"])
+        merged = [c for c in remote if self._key(c) not in self._forgotten] + self._calls
+        return sorted(merged, key=lambda c: datetime.datetime.fromisoformat(c.timestamp))
+
+    def forget(self, calls: list[history.Call]) -> None:
+        self._forgotten.update(self._key(c) for c in calls)
+        super().forget(calls)
+
+    def strict_problems(self) -> list[str]:
+        current = self._api.get(f"/runs/{self.run_id}/script")
+        if current.status_code == 200:
+            self.answers = Answers.from_data(current.json())
+        return super().strict_problems()
+
+
+def switch(harness: Harness, server: Server) -> str:
+    """Put ``harness`` in server mode on ``server`` (what it configured so far goes with it); its URL."""
+    if not isinstance(harness, RemoteHarness):
+        harness.__class__ = RemoteHarness
+        harness.attach(server)  # type: ignore[attr-defined]
+    return harness.base_url
+
+
+def serve(harness: Harness, folder: str | None = None) -> str:
+    """Outside pytest: start a server of its own for ``harness`` (stopped when the process exits)."""
+    import atexit
+    import tempfile
+    from pathlib import Path
+
+    from harnessweb.testing.server import start
+
+    server = start(Path(folder or tempfile.mkdtemp(prefix="harness-")), [])
+    atexit.register(server.stop)
+    return switch(harness, server)

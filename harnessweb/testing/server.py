@@ -1,0 +1,86 @@
+"""Server mode's server: the real app started once per session (per xdist worker) in a subprocess on a free port,
+with its own temporary SQLite database, the session's scenarios loaded and a write token issued for the plugin.
+
+It is started through ``python -m django`` and ``python -m daphne`` with the project's own settings, so this module
+imports nothing of Django: the test process's settings (a team's own Django project) stay untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SETTINGS = "harnessweb.settings"
+START_TIMEOUT_S = 60
+
+
+class ServerError(RuntimeError):
+    """The server could not be started; the message holds its output."""
+
+
+@dataclass
+class Server:
+    url: str
+    token: str
+    process: subprocess.Popen | None = None  # None: a server someone else runs (--harness-url)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()  # daphne flushes what is pending on SIGTERM
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(folder: Path, pacing: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "HARNESS_CATALOG_STAMP")}
+    env.update(
+        DJANGO_SETTINGS_MODULE=SETTINGS,
+        SQLITE_PATH=str(folder / "harness.sqlite3"),
+        HARNESS_PACING="on" if pacing else "off",
+        HARNESS_RECORDER_FLUSH_MS="5",
+    )
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "django", *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ServerError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def start(folder: Path, scenario_paths: list[str], *, pacing: bool = True) -> Server:
+    """Migrate a new database in ``folder``, load the scenarios, issue a token, serve; return when it answers."""
+    env = _env(folder, pacing)
+    _manage(env, "migrate", "--noinput")
+    if scenario_paths:
+        _manage(env, "load_scenarios", *scenario_paths)
+    token = _manage(env, "create_api_token", "pytest-plugin", "--scope", "write").strip()
+    port = _free_port()
+    log = folder / "server.log"
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "harnessweb.asgi:application"]
+    process = subprocess.Popen(command, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServerError(f"the harness server exited at start:\n{log.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return Server(f"http://127.0.0.1:{port}", token, process)
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise ServerError(f"the harness server did not answer within {START_TIMEOUT_S} s:\n{log.read_text()}")
