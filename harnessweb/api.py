@@ -13,6 +13,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from harnessweb.apikit import BearerToken, field_errors
 from runs_app.ci.api import router as runs_router
+from runs_app.ci.calls import router as calls_router
 from runs_app.endpoint.api import router as scripts_router
 from scenarios_app.api import router as scenarios_router
 
@@ -33,6 +34,7 @@ api = NinjaAPI(
 api.add_router("/scenarios", scenarios_router, tags=["scenarios"])
 api.add_router("/", runs_router, tags=["runs"])
 api.add_router("/", scripts_router, tags=["run scripts"])
+api.add_router("/", calls_router, tags=["runs"])
 
 
 @api.exception_handler(AuthenticationError)

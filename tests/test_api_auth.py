@@ -52,6 +52,11 @@ def make_request(method: str, path: str) -> dict[str, Any]:
         ("post", "/api/runs"): {"json": {"name": "written", "external_id": "auth-test"}},
         ("post", "/api/runs/{run_id}/finish"): {"json": {"status": "passed"}},
         ("put", "/api/runs/{run_id}/script"): {"json": {"answers": [{"text": "scripted"}]}},
+        ("post", "/api/runs/{run_id}/calls"): {
+            "json": {
+                "calls": [{"protocol": "openai", "path": "/v1/chat/completions", "timestamp": "2026-11-23T00:00:00Z"}]
+            }
+        },
         ("post", "/api/runs/{run_id}/trace-logs"): {"json": {"turn_number": 1, "file_path": "a", "content": "b"}},
         ("post", "/api/runs/{run_id}/verdicts"): {
             "json": {"criteria": [{"criterion": "c", "verdict": "PASS"}], "overall": "PASS"}

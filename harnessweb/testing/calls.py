@@ -39,6 +39,7 @@ class Call:
     duration_ms: float | None = None
     # How it was answered: "configured" (set_response/set_error), "scenario", "instruction", "lorem" or "default".
     answered_by: str = ""
+    body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the request body as sent
     started: float = field(default_factory=time.perf_counter, repr=False, compare=False)
 
     @property
@@ -59,7 +60,7 @@ class Call:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        del data["started"]
+        del data["started"], data["body"]
         return {**data, "prompt_length": self.prompt_length}
 
     def finish(self) -> None:
@@ -84,6 +85,7 @@ def call_from(request: ChatRequest, body: dict[str, Any], path: str, timestamp: 
         params=asked.params_of(body),
         stream=request.stream,
         timestamp=timestamp,
+        body=body,
     )
 
 

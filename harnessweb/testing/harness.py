@@ -67,6 +67,7 @@ class Harness(Clients):
         self._models: dict[str, Any] = {}
         self._async_models: dict[str, Any] = {}
         self.blocked: list[str] = []  # real provider hosts the code under test tried to reach
+        self.trace_logs: list[str] = []
         # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
         self.server_source: Any = None
         self.transport_errors: list[BaseException] = []
@@ -118,6 +119,10 @@ class Harness(Clients):
         if self.server_source is None:
             raise HarnessError("serve() needs a server: use the pytest plugin, or harnessweb.testing.remote.serve()")
         return self.server_source(self)
+
+    def trace_log(self, text: str) -> None:
+        """Keep a trace log for this test (seed 001's TurnLog); ``--harness-upload`` sends it with the test's run."""
+        self.trace_logs.append(text)
 
     def env(self) -> dict[str, str]:
         """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the

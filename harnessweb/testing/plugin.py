@@ -23,6 +23,9 @@ from harnessweb.testing.harness import Harness, Options
 from harnessweb.testing.remote import switch
 from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
 from harnessweb.testing.server import Server, start
+from harnessweb.testing.upload import Uploader
+
+UPLOADER = pytest.StashKey[Uploader]()
 
 _BOOL = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
@@ -32,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-scenarios", default=None, help="Scenario files or a folder, loaded once per session")
     group.addoption("--harness-url", default=None, help="Server mode on this harness server (or env HARNESS_URL)")
     group.addoption("--harness-token", default=None, help="A write token for --harness-url (or env HARNESS_TOKEN)")
+    group.addoption(
+        "--harness-upload", default=None, help="At the end, each test's calls become a run on this dashboard"
+    )
     parser.addini("harness_scenarios", "Scenario files or a folder, loaded once per session", default="")
     parser.addini("harness_strict", "Fail a test whose configured answers go unused or whose calls match nothing",
                   default="false")  # fmt: skip
@@ -47,8 +53,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     url = config.getoption("harness_url") or os.environ.get("HARNESS_URL")
-    if url and not (config.getoption("harness_token") or os.environ.get("HARNESS_TOKEN")):
+    token = config.getoption("harness_token") or os.environ.get("HARNESS_TOKEN")
+    if url and not token:
         raise pytest.UsageError("--harness-url needs a write token: --harness-token or HARNESS_TOKEN")
+    upload = config.getoption("harness_upload")
+    if upload and not token:
+        raise pytest.UsageError("--harness-upload needs a write token: --harness-token or HARNESS_TOKEN")
+    if upload:
+        config.stash[UPLOADER] = Uploader(upload, token)
+        config.pluginmanager.register(UploadHooks(config.stash[UPLOADER]), "harness-upload")
     config.addinivalue_line("markers", "harness_strict: fail the test on unused answers or unmatched calls")
     config.addinivalue_line("markers", "harness_scenario(id): play this loaded scenario for every call of the test")
 
@@ -125,6 +138,9 @@ def harness(
         options = Options(**{**vars(options), "strict": True})
     instance = Harness(harness_session.scenarios, options)
     instance.server_source = lambda h: switch(h, harness_session.server())
+    uploader = request.config.stash.get(UPLOADER, None)
+    if uploader is not None:
+        uploader.record(request.node.nodeid).harness = instance
     if harness_session.url:
         instance.serve()
     marker = request.node.get_closest_marker("harness_scenario")
@@ -141,6 +157,32 @@ def harness(
         problems += instance.strict_problems()
     if problems:
         pytest.fail("harness: " + "; ".join(problems), pytrace=False)
+
+
+class UploadHooks:
+    """The hooks of ``--harness-upload``, registered only when it is given."""
+
+    def __init__(self, uploader: Uploader) -> None:
+        self.uploader = uploader
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.uploader.report(report)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.uploader.uploaded = self.uploader.upload_tests()
+        if not hasattr(session.config, "workerinput"):  # the controller (or the only process) has every result
+            self.uploader.upload_junit(list(self.uploader.tests.values()))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        uploader = self.uploader
+        if uploader.problems:
+            shown = "; ".join(uploader.problems[:3])
+            line = f"harness: the upload to {uploader.url} failed ({shown}); the tests are unaffected"
+            terminalreporter.write_line(line, yellow=True)
+        else:
+            line = f"harness: uploaded {uploader.uploaded} test run(s) and the session's JUnit to {uploader.url}"
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

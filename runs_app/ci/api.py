@@ -118,12 +118,13 @@ def get_run(request: HttpRequest, run_id: uuid.UUID) -> Any:
     summary="Open a CI run (idempotent on external_id)",
 )
 def create_run(request: HttpRequest, run: RunIn) -> Any:
-    """Open a run of source "ci". With an ``external_id``, a retried upload answers 200 with the run the first
-    upload created instead of creating another; the unique constraint settles concurrent retries."""
+    """Open a run of source "ci" (or "pytest", from the pytest plugin). With an ``external_id``, a retried upload
+    answers 200 with the run the first upload created instead of creating another; the unique constraint settles
+    concurrent retries."""
     now = timezone.now()
     change = next_status(Run.Status.RUNNING, Reported(run.status, run.status_reason))
     fields = {
-        "source": "ci",
+        "source": run.source,
         "mode": "ci",
         "protocol": "",
         "name": run.name,

@@ -62,6 +62,8 @@ class RunIn(Schema):
     status_reason: Text = ""
     started_at: Instant | None = None
     finished_at: Instant | None = None
+    # "pytest": a test's run uploaded by the pytest plugin (--harness-upload), with its calls.
+    source: Literal["ci", "pytest"] = "ci"
 
 
 class RunFinishIn(Schema):
