@@ -1,21 +1,80 @@
-"""The harness a whole process shares outside pytest: the one behind the ``llm`` plugin's ``harness`` model, with
-the scenarios of ``HARNESS_SCENARIOS`` (a folder or file) when that variable is set."""
+"""Activation by environment (seed 002 §8.1): one variable, ``HARNESS_ACTIVATE``, makes any Python process where the
+package is installed (a CLI a test starts as a subprocess, say) answer its ``llm`` models and its default SDK
+clients from the harness. The package's ``harnessweb-activate.pth`` calls :func:`activate` at interpreter start when
+the variable is set.
+
+- A scenarios folder or file: a harness of the process's own answers in-process (scenarios, instruction blocks,
+  the lorem, seed 002's default for ``llm`` models), and requests to other real providers are refused.
+- A server URL (``http://host:port?run=<run id>``, what ``harness.env()`` gives): the default clients and the
+  ``llm`` models reach that server, and their calls land in that run, which is the starting test's history.
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
+from urllib.parse import parse_qs
 
 from harnessweb.engine.loader import read_scenario_files
 from harnessweb.testing.harness import Harness
 
-SCENARIOS_VARIABLE = "HARNESS_SCENARIOS"
+VARIABLE = "HARNESS_ACTIVATE"
+RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
 _process: Harness | None = None
 
 
 def process_harness() -> Harness:
+    """The process's own harness (behind ``llm -m harness`` too), with the scenarios ``HARNESS_ACTIVATE`` names."""
     global _process
     if _process is None:
-        folder = os.environ.get(SCENARIOS_VARIABLE)
-        scenarios = [s for _, s in read_scenario_files([folder])] if folder else []
-        _process = Harness(scenarios)
+        where = os.environ.get(VARIABLE, "")
+        local = where and not where.startswith(("http://", "https://"))
+        _process = Harness([s for _, s in read_scenario_files([where])] if local else [])
     return _process
+
+
+class _Permanent:
+    """What ``guard`` patches with, for a whole process rather than one test."""
+
+    setattr = staticmethod(setattr)
+
+    @staticmethod
+    def setenv(name: str, value: str) -> None:
+        os.environ[name] = value
+
+
+def activate() -> None:
+    """Answer this process's ``llm`` models and default SDK clients from the harness ``HARNESS_ACTIVATE`` names."""
+    import llm
+
+    where = os.environ[VARIABLE]
+    if where.startswith(("http://", "https://")):
+        url, _, query = where.partition("?")
+        url = url.rstrip("/")
+        run = parse_qs(query).get("run", [""])[0]
+        key = RUN_KEY_PREFIX + run if run else "harness-test-key"
+        for name, value in {
+            "OPENAI_BASE_URL": url + "/v1",
+            "ANTHROPIC_BASE_URL": url,
+            "GOOGLE_GEMINI_BASE_URL": url,
+            "OPENAI_API_KEY": key,
+            "ANTHROPIC_API_KEY": key,
+            "GEMINI_API_KEY": key,
+        }.items():
+            os.environ[name] = value
+        from harnessweb.testing.llm_models import WireModel
+
+        models: dict[str, Any] = {}
+
+        def get_model(name: str | None = None, *args: Any, **kw: Any) -> Any:
+            name = name or llm.get_default_model()
+            return models.setdefault(name, WireModel(url, run, name))
+
+        llm.get_model = get_model  # type: ignore[assignment]
+        return
+    from harnessweb.testing import guard
+
+    harness = process_harness()
+    guard.route_default_clients(_Permanent(), harness)
+    llm.get_model = lambda name=None, *a, **kw: harness.get_model(name or llm.get_default_model())  # type: ignore[assignment]
+    llm.get_async_model = lambda name=None, *a, **kw: harness.get_async_model(name or llm.get_default_model())  # type: ignore[assignment]

@@ -200,3 +200,36 @@ class HarnessAsyncModel(_History, llm.AsyncModel):
     ) -> AsyncIterator[str]:
         for chunk in _answer(self, prompt, response, conversation, stream):
             yield chunk
+
+
+class WireModel(_History, llm.Model):
+    """A model answered by a harness server over its Chat Completions wire (activation by a server URL): its calls
+    land in the run it names, the starting test's history."""
+
+    can_stream = True
+    supports_schema = True
+    Options = _Options
+
+    def __init__(self, url: str, run: str, model_id: str) -> None:
+        self.url, self.run, self.model_id = url, run, model_id
+
+    def execute(self, prompt: llm.Prompt, stream: bool, response: llm.Response, conversation: Any) -> Iterator[str]:
+        import httpx2
+
+        request, options = _request(self.model_id, prompt, conversation, stream=False)
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [{"role": m.role, "content": m.text} for m in request.messages]
+        headers = {"X-Harness-Run": self.run} if self.run else {}
+        body = {"model": self.model_id, "messages": messages, **options}
+        if prompt.schema:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "schema", "schema": prompt.schema},
+            }
+        reply = httpx2.post(f"{self.url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        if reply.status_code >= 400:
+            raise llm.ModelError(f"{reply.status_code}: {reply.text[:500]}")
+        data = reply.json()
+        usage = data.get("usage") or {}
+        response.set_usage(input=usage.get("prompt_tokens"), output=usage.get("completion_tokens"))
+        yield data["choices"][0]["message"].get("content") or ""

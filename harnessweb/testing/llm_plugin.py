@@ -1,6 +1,6 @@
 """The ``llm`` plugin (entry point group ``llm``): ``llm -m harness`` and ``llm.get_model("harness")`` answer from a
-harness of the process's own (instruction blocks, the lorem, seed 002's default, and the scenarios of
-``HARNESS_SCENARIOS``), in any process where this package is installed."""
+harness of the process's own (instruction blocks, the lorem, seed 002's default, and the scenarios
+``HARNESS_ACTIVATE`` names), in any process where this package is installed."""
 
 from __future__ import annotations
 

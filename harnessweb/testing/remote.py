@@ -15,11 +15,11 @@ from harnessweb.engine.configured import Answers
 from harnessweb.engine.exchange import ChatRequest
 from harnessweb.engine.wire.common import WireError
 from harnessweb.testing import calls as history
+from harnessweb.testing.activation import RUN_KEY_PREFIX, VARIABLE
 from harnessweb.testing.harness import Harness, HarnessError
 from harnessweb.testing.server import Server
 
 RUN_HEADER = "X-Harness-Run"
-RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
 
 
 def calls_from_events(events: list[dict[str, Any]]) -> list[history.Call]:
@@ -109,7 +109,7 @@ class RemoteHarness(Harness):
         server and land in this test's run, named by their API key."""
         key = RUN_KEY_PREFIX + str(self.run_id)
         return {
-            "HARNESS_URL": self.base_url,
+            VARIABLE: f"{self.base_url}?run={self.run_id}",  # llm models too, where the package is installed
             "OPENAI_BASE_URL": self.base_url + "/v1",
             "OPENAI_API_KEY": key,
             "ANTHROPIC_BASE_URL": self.base_url,
