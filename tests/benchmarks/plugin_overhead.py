@@ -7,7 +7,7 @@ call timed with ``time.perf_counter_ns``; each one's round with the lowest media
 answers configured again) before each round, so its call history (always on) holds one round at most. Cases: seed
 002's loop at the ``llm`` boundary (``llm.get_model`` patched as the plugin patches it) against a bare ``llm.Model``,
 and the openai / anthropic SDK clients on the harness's in-process transport against the same clients on an
-``httpx2.MockTransport`` sending the harness's own bytes for the same request. Server mode is measured once it lands.
+``httpx2.MockTransport`` sending the harness's own bytes for the same request; then server mode, for comparison.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -208,6 +209,31 @@ def run(calls: int, rounds: int) -> list[Row]:
     return rows
 
 
+def server_rows(calls: int, rounds: int) -> list[Row]:
+    """Server mode, for comparison: the same openai call against the real app (daphne, its own SQLite database),
+    the answer configured as the run's script, the call recorded before its last byte."""
+    from harnessweb.testing.remote import switch
+    from harnessweb.testing.server import start
+
+    with tempfile.TemporaryDirectory(prefix="harness-server-") as folder:
+        server = start(Path(folder), [], pacing=False)
+        try:
+            h = Harness()
+            switch(h, server)
+            client = h.openai_client()
+            case = SDK_CASES[0]
+            on_server = sdk_call(client, case)
+
+            def prepare() -> None:
+                h.reset()
+                set_text(h)
+
+            (times,) = measure([(on_server, prepare)], calls, rounds)
+        finally:
+            server.stop()
+    return [Row("openai, server mode (daphne)", times)]
+
+
 def fmt(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
@@ -226,7 +252,7 @@ def report(rows: list[Row], calls: int, rounds: int) -> list[str]:
         f"Per call, best of {rounds} rounds of {calls} calls (lowest median) after one warm-up round.",
         "Floors: a bare llm.Model from a dict; the same SDK client on an httpx2.MockTransport sending the bytes the",
         "harness sent. floor ms: the floor's median; harness ms: median - floor median, the harness's own share.",
-        "server mode: not implemented yet; measured once server mode lands.",
+        "Server mode: the same openai call over the network to the real app, recorded durably, for comparison.",
         "",
         "Targets:",
     ]
@@ -251,6 +277,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="llm-user-") as user_dir:
         os.environ["LLM_USER_PATH"] = user_dir  # never the user's own keys, aliases or logs
         rows = run(args.calls, args.rounds)
+        rows += server_rows(args.calls, args.rounds)
     print("\n" + "\n".join(report(rows, args.calls, args.rounds)))
 
 
