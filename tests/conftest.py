@@ -17,6 +17,8 @@ import anthropic
 import openai
 import pytest
 
+from harnessweb.testing.server import wait_until_serving
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
     from django.test import Client
@@ -93,17 +95,8 @@ def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne
         ]
     log = tmp / f"{server}-{port}.log"
     process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{server} exited at start:\n{log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return LiveServer(f"http://127.0.0.1:{port}", process, log)
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"{server} did not start:\n{log.read_text()}")
+    wait_until_serving(process, port, log, timeout=30)
+    return LiveServer(f"http://127.0.0.1:{port}", process, log)
 
 
 @pytest.fixture(scope="session")

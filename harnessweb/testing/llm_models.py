@@ -79,10 +79,16 @@ class _Options(llm.Options):
 
 
 class _History:
-    """Seed 002's per-model history, on the model itself."""
+    """A model answered by a test's harness, with seed 002's per-model history on the model itself."""
 
-    harness: Any
-    model_id: str
+    can_stream = True
+    supports_schema = True
+    supports_tools = True
+    Options = _Options
+
+    def __init__(self, harness: Any, model_id: str) -> None:
+        self.harness = harness
+        self.model_id = model_id
 
     @property
     def call_history(self) -> list[Call]:
@@ -165,15 +171,6 @@ def _parsed(text: str) -> Any:
 class HarnessModel(_History, llm.Model):
     """A model of any name, answered by a test's harness."""
 
-    can_stream = True
-    supports_schema = True
-    supports_tools = True
-    Options = _Options
-
-    def __init__(self, harness: Any, model_id: str) -> None:
-        self.harness = harness
-        self.model_id = model_id
-
     def prompt(self, prompt: str | None = None, **kwargs: Any) -> HarnessResponse:  # type: ignore[override]
         response = super().prompt(prompt, **kwargs)
         response.__class__ = HarnessResponse  # seed 002's reading of text, usage and json (see the docstring)
@@ -186,15 +183,6 @@ class HarnessModel(_History, llm.Model):
 class HarnessAsyncModel(_History, llm.AsyncModel):
     """The async twin: ``llm.get_async_model(name)``."""
 
-    can_stream = True
-    supports_schema = True
-    supports_tools = True
-    Options = _Options
-
-    def __init__(self, harness: Any, model_id: str) -> None:
-        self.harness = harness
-        self.model_id = model_id
-
     async def execute(  # type: ignore[override]
         self, prompt: llm.Prompt, stream: bool, response: Any, conversation: Any
     ) -> AsyncIterator[str]:
@@ -202,7 +190,7 @@ class HarnessAsyncModel(_History, llm.AsyncModel):
             yield chunk
 
 
-class WireModel(_History, llm.Model):
+class WireModel(llm.Model):
     """A model answered by a harness server over its Chat Completions wire (activation by a server URL): its calls
     land in the run it names, the starting test's history."""
 

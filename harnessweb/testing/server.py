@@ -73,14 +73,21 @@ def start(folder: Path, scenario_paths: list[str], *, pacing: bool = True) -> Se
     log = folder / "server.log"
     command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "harnessweb.asgi:application"]
     process = subprocess.Popen(command, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + START_TIMEOUT_S
+    wait_until_serving(process, port, log)
+    return Server(f"http://127.0.0.1:{port}", token, process)
+
+
+def wait_until_serving(process: subprocess.Popen, port: int, log: Path, timeout: float = START_TIMEOUT_S) -> None:
+    """Return once the server answers on ``port``; raise :class:`ServerError` with its log if it exits or never
+    answers (and stop it)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ServerError(f"the harness server exited at start:\n{log.read_text()}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return Server(f"http://127.0.0.1:{port}", token, process)
+                return
         except OSError:
             time.sleep(0.05)
     process.kill()
-    raise ServerError(f"the harness server did not answer within {START_TIMEOUT_S} s:\n{log.read_text()}")
+    raise ServerError(f"the harness server did not answer within {timeout:.0f} s:\n{log.read_text()}")

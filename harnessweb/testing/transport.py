@@ -39,6 +39,21 @@ def _held_too_long(out: Outgoing, request: Any) -> float | None:
     return limit if out.hold_ms and limit is not None and out.hold_ms / 1000 > limit else None
 
 
+def _paced(out: Outgoing) -> Iterator[tuple[float, bytes]]:
+    """The frames that go out, each with the pause before it (seconds); a cut response stops at the cut."""
+    frames = out.encoded.frames if out.drop_after is None else out.encoded.frames[: out.drop_after]
+    for i, frame in enumerate(frames):
+        yield (out.interval_ms / 1000 if i else 0.0), frame
+
+
+def _ended(lib: ModuleType, out: Outgoing, request: Any, call: Any) -> None:
+    """After the last frame: the call's duration, and for a cut response the error a dropped connection raises."""
+    if call is not None:
+        call.finish()
+    if out.drop_after is not None:
+        raise lib.RemoteProtocolError("peer closed connection without sending complete message body", request=request)
+
+
 @cache
 def transports(lib: ModuleType) -> tuple[type, type]:
     """The sync and async transport classes for one HTTP library (``httpx`` or ``httpx2``)."""
@@ -48,36 +63,22 @@ def transports(lib: ModuleType) -> tuple[type, type]:
             self.out, self.request, self.call = out, request, call
 
         def __iter__(self) -> Iterator[bytes]:
-            frames = self.out.encoded.frames
-            cut = self.out.drop_after
-            for i, frame in enumerate(frames if cut is None else frames[:cut]):
-                if i and self.out.interval_ms:
-                    time.sleep(self.out.interval_ms / 1000)
+            for pause, frame in _paced(self.out):
+                if pause:
+                    time.sleep(pause)
                 yield frame
-            if self.call is not None:
-                self.call.finish()
-            if cut is not None:
-                raise lib.RemoteProtocolError(
-                    "peer closed connection without sending complete message body", request=self.request
-                )
+            _ended(lib, self.out, self.request, self.call)
 
     class AsyncStream(lib.AsyncByteStream):  # type: ignore[name-defined,misc]
         def __init__(self, out: Outgoing, request: Any, call: Any) -> None:
             self.out, self.request, self.call = out, request, call
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            frames = self.out.encoded.frames
-            cut = self.out.drop_after
-            for i, frame in enumerate(frames if cut is None else frames[:cut]):
-                if i and self.out.interval_ms:
-                    await asyncio.sleep(self.out.interval_ms / 1000)
+            for pause, frame in _paced(self.out):
+                if pause:
+                    await asyncio.sleep(pause)
                 yield frame
-            if self.call is not None:
-                self.call.finish()
-            if cut is not None:
-                raise lib.RemoteProtocolError(
-                    "peer closed connection without sending complete message body", request=self.request
-                )
+            _ended(lib, self.out, self.request, self.call)
 
     class Transport(lib.BaseTransport):  # type: ignore[name-defined,misc]
         def __init__(self, harness: Any) -> None:
