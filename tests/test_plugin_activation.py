@@ -108,6 +108,14 @@ def test_it_installs_from_a_wheel_with_its_plugin_and_activation(tmp_path: Path)
         "    reply = harness.openai_client().chat.completions.create(\n"
         "        model='m', messages=[{'role': 'user', 'content': 'x'}])\n"
         "    assert reply.choices[0].message.content == 'from the wheel'\n"
+        "\n"
+        "def test_served(harness):\n"
+        "    harness.serve()  # the app itself, from the wheel: migrations, settings, the endpoint, the API\n"
+        "    harness.set_response(text='served from the wheel')\n"
+        "    reply = harness.openai_client().chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'user', 'content': 'x'}])\n"
+        "    assert reply.choices[0].message.content == 'served from the wheel'\n"
+        "    assert harness.last_call.answered_by == 'configured'\n"
     )
     (project / "pytest.ini").write_text("[pytest]\n")
     clean = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "HARNESS_ACTIVATE")}
@@ -116,4 +124,4 @@ def test_it_installs_from_a_wheel_with_its_plugin_and_activation(tmp_path: Path)
         cwd=project, env=clean, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
+    assert "2 passed" in done.stdout

@@ -139,6 +139,12 @@ def test_scenario_from_the_session_folder(harness):
     harness.assert_called_times(3)
 
 
+@pytest.mark.harness_scenario("weather")
+def test_marker_plays_a_loaded_scenario(harness):
+    first = ask(harness.openai_client(), "weather?", tools=[WEATHER_TOOL])
+    assert first.choices[0].message.tool_calls[0].function.name == "get_weather"
+
+
 def test_scenario_given_whole(harness):
     turn = {"turn": 1, "response": {"kind": "text", "assistant_text": "inline!"}}
     harness.use_scenario({"id": "inline", "turns": [turn]})
@@ -217,7 +223,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def check(result: pytest.RunResult) -> None:
-    result.assert_outcomes(passed=20, failed=1, errors=2)
+    result.assert_outcomes(passed=21, failed=1, errors=2)
     result.stdout.fnmatch_lines(
         [
             "*No call matches prompt_contains='summarise', temperature=0.7 among 2 call(s). "

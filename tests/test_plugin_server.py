@@ -77,6 +77,12 @@ def test_a_subprocess_lands_in_the_history(harness):
     assert harness.last_call.prompt == "from a child"
 
 
+def test_default_clients_reach_the_server(served):
+    served.set_response(text="default client, server mode")
+    assert ask(openai.OpenAI()).choices[0].message.content == "default client, server mode"
+    assert served.last_call.prompt == "hi"
+
+
 def test_exceptions_stay_in_process(served):
     with pytest.raises(Exception, match="cannot cross the wire"):
         served.set_error(ValueError("API key invalid"))
@@ -104,7 +110,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def check(result: pytest.RunResult) -> None:
-    result.assert_outcomes(passed=6, failed=1)
+    result.assert_outcomes(passed=7, failed=1)
     result.stdout.fnmatch_lines(["*No call matches prompt_contains='summarise', temperature=0.9*"])
     result.stdout.fnmatch_lines(["*- temperature: wanted 0.9, sent 0.2*"])
 

@@ -1,6 +1,7 @@
 """Clients the code under test builds itself: requests to the hosts the harness serves (OpenAI, Anthropic, Gemini)
-are answered in-process by the test's harness, requests to another real provider's host are refused and fail the
-test, and every other host (a local server, say) is left alone."""
+are answered in-process by the test's harness (in server mode, sent to its server, naming the test's run),
+requests to another real provider's host are refused and fail the test, and every other host (a local server,
+say) is left alone."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ def _refuse(lib: Any, harness: Harness, request: Any) -> Exception:
     return lib.ConnectError(message, request=request)
 
 
+def _to_server(lib: Any, harness: Harness, request: Any) -> bool:
+    """In server mode, send a default client's request to the harness server instead, naming the test's run."""
+    server = getattr(harness, "server", None)
+    if server is None:
+        return False
+    target = lib.URL(server.url)
+    request.url = request.url.copy_with(scheme=target.scheme, host=target.host, port=target.port)
+    request.headers["Host"] = target.netloc.decode()
+    request.headers["X-Harness-Run"] = str(harness.run_id)
+    return True
+
+
 def _patch(monkeypatch: Any, lib: Any, harness: Harness, sync: Any, async_: Any) -> None:
     original = lib.HTTPTransport.handle_request
     original_async = lib.AsyncHTTPTransport.handle_async_request
@@ -59,6 +72,8 @@ def _patch(monkeypatch: Any, lib: Any, harness: Harness, sync: Any, async_: Any)
     def handle_request(self: Any, request: Any) -> Any:
         host = request.url.host
         if host in SERVED_HOSTS:
+            if _to_server(lib, harness, request):
+                return original(self, request)
             return sync.handle_request(request)
         if is_real_provider(host):
             raise _refuse(lib, harness, request)
@@ -67,6 +82,8 @@ def _patch(monkeypatch: Any, lib: Any, harness: Harness, sync: Any, async_: Any)
     async def handle_async_request(self: Any, request: Any) -> Any:
         host = request.url.host
         if host in SERVED_HOSTS:
+            if _to_server(lib, harness, request):
+                return await original_async(self, request)
             return await async_.handle_async_request(request)
         if is_real_provider(host):
             raise _refuse(lib, harness, request)

@@ -15,6 +15,7 @@ from typing import Any
 from harnessweb.engine import asked, configured, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
+    Decision,
     Failure,
     InvalidRequest,
     NothingMatched,
@@ -46,7 +47,7 @@ class Options:
 
 
 class HarnessError(Exception):
-    """A call the harness refused in a way a test must see (an unknown scenario, a request it cannot parse)."""
+    """A test asked the harness for something it cannot do (an unknown scenario, an exception in server mode)."""
 
 
 class Harness(Clients):
@@ -70,7 +71,6 @@ class Harness(Clients):
         self.trace_logs: list[str] = []
         # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
         self.server_source: Any = None
-        self.transport_errors: list[BaseException] = []
 
     # -- configuring ---------------------------------------------------------------------------------------------
 
@@ -207,7 +207,9 @@ class Harness(Clients):
 
     # -- answering -----------------------------------------------------------------------------------------------
 
-    def answer(self, request: ChatRequest, body: dict[str, Any], path: str, scenario_header: str | None = None):
+    def answer(
+        self, request: ChatRequest, body: dict[str, Any], path: str, scenario_header: str | None = None
+    ) -> tuple[history.Call, Decision, Failure | None]:
         """The one step every call takes: record it, then a configured error, a configured answer, or the engine
         (a scenario, an instruction block, the lorem). Returns the call, the decision and the failure to serve (or
         None); raises a configured exception as it is, and the engine's refusals (unknown scenario, nothing
@@ -222,7 +224,7 @@ class Harness(Clients):
         if entry is not None:
             call.answered_by = "configured"
             forced = asked.forced_tool(body, call.tools)
-            decision, failure = configured.play(entry, request, forced, len(self.calls), self.options.signature_key)
+            decision, failure = configured.play(entry, request, forced, len(self._calls), self.options.signature_key)
             return call, decision, failure
         decision = decide(
             self._catalog,
