@@ -20,7 +20,7 @@ PURE = (
     "runs_app.live.resilience",
 )
 # Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
-PURE_LIBRARIES = {"orjson", "pydantic", "yaml"}
+PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema"}
 MAX_LINES = 460
 
 

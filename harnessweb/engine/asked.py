@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 # Request fields a call names on its own; every other field of the body goes to ``params``.
 _NAMED = {
     "model", "messages", "system", "tools", "temperature", "top_p", "max_tokens", "max_completion_tokens",
@@ -86,3 +88,30 @@ def params_of(body: dict[str, Any]) -> dict[str, Any]:
 
 def number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def tool_parameters(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each offered tool's parameter schema, by name, whatever the protocol's shape."""
+    found: dict[str, dict[str, Any]] = {}
+    for tool in body.get("tools") or ():
+        if not isinstance(tool, dict):
+            continue
+        declarations = tool.get("functionDeclarations") or tool.get("function_declarations")
+        for item in declarations if isinstance(declarations, list) else [tool.get("function", tool)]:
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                continue
+            schema = item.get("parameters") or item.get("input_schema") or item.get("parametersJsonSchema")
+            found[item["name"]] = schema if isinstance(schema, dict) else {"type": "object"}
+    return found
+
+
+def demands(body: dict[str, Any], tools: tuple[str, ...]) -> dict[str, Any]:
+    """What a request demands of its answer, as ``ChatRequest`` fields: the forced tool, the structured output's
+    schema, the offered tools' parameter schemas."""
+    schema = requested_schema(body)
+    parameters = tool_parameters(body)
+    return {
+        "forced_tool": forced_tool(body, list(tools)) or "",
+        "schema_json": orjson.dumps(schema).decode() if schema is not None else "",
+        "tool_schemas": tuple((name, orjson.dumps(value).decode()) for name, value in parameters.items()),
+    }

@@ -181,18 +181,18 @@ class Answers:
 
 
 def play(
-    entry: Answer | Error, request: ChatRequest, forced_tool: str | None, index: int, signature_key: str
+    entry: Answer | Error, request: ChatRequest, index: int, signature_key: str
 ) -> tuple[Decision, Failure | None]:
     """What a configured answer or failure kind gives a request: the decision (its reply; for a failure, the reply
     a cut connection cuts) and the failure to serve, if any."""
     if isinstance(entry, Error):
         reply = lorem_reply(request, False, signature_key)
         return Decision("configured", "", request.turn, reply), entry.failure()  # type: ignore[arg-type]
-    reply = reply_for(entry, request, forced_tool, index)
+    reply = reply_for(entry, request, index)
     return Decision("configured", "", request.turn, reply), None  # type: ignore[arg-type]
 
 
-def reply_for(answer: Answer, request: ChatRequest, forced_tool: str | None, index: int) -> Reply:
+def reply_for(answer: Answer, request: ChatRequest, index: int) -> Reply:
     """The reply a configured answer gives this request: a JSON answer becomes the forced tool's arguments when the
     request forces a tool, its JSON text otherwise."""
     blocks: list[Block] = []
@@ -200,8 +200,8 @@ def reply_for(answer: Answer, request: ChatRequest, forced_tool: str | None, ind
         blocks.append(Block("reasoning", text=answer.reasoning))
     seed = f"configured:{index}:{conversation_seed(request)}"
     calls = list(answer.tool_calls)
-    if answer.has_json and forced_tool:
-        calls = [{"name": forced_tool, "arguments": json.dumps(answer.json), "id": ""}]
+    if answer.has_json and request.forced_tool:
+        calls = [{"name": request.forced_tool, "arguments": json.dumps(answer.json), "id": ""}]
     elif answer.has_json:
         blocks.append(Block("text", text=json.dumps(answer.json)))
     elif answer.text is not None:

@@ -58,6 +58,12 @@ class ChatRequest:
     # The id of an earlier kept answer whose conversation this request continues (previous_response_id, a thread's
     # previous_message_id); the endpoint puts that conversation before ``messages``.
     continues: str = ""
+    # What the request demands of the answer (harnessweb.engine.asked reads them from any protocol's body): the tool
+    # it forces (tool_choice), the JSON Schema of a structured output, and each offered tool's parameter schema, all
+    # as JSON text so that the request stays hashable.
+    forced_tool: str = ""
+    schema_json: str = ""
+    tool_schemas: tuple[tuple[str, str], ...] = ()
 
     @property
     def turn(self) -> int:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import orjson
+
+from harnessweb.engine import shapes
 from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
 from harnessweb.engine.schemas import Scenario, ScenarioTurn
 
@@ -73,6 +76,7 @@ def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectat
             ok = got is not None and abs(got - expected_value) <= TOLERANCE
             problem = "" if ok else f"Expected {seed_name} {_js(expected_value)} but received {_js(got)}"
             rows.append(Expectation(what, _shown(expected_value), _shown(got), ok, problem))
+    rows += demand_expectations(step, request)
     if step.expected_reasoning:
         got_reasoning = "enabled" if request.reasoning_enabled else "disabled"
         ok = got_reasoning == step.expected_reasoning
@@ -83,6 +87,40 @@ def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectat
         else:
             problem = "Expected reasoning to be disabled"
         rows.append(Expectation("Reasoning", step.expected_reasoning, got_reasoning, ok, problem))
+    return rows
+
+
+def _answers(step: ScenarioTurn) -> tuple[list[str], str | None]:
+    """The tools a turn calls, and its text when it answers with text only."""
+    response = step.response
+    if response.kind == "tool-call":
+        return [c.tool_name for c in response.tool_calls], None
+    if response.kind == "final-report":
+        return ["agent__final_report"], None
+    return [], response.assistant_text
+
+
+def demand_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectation]:
+    """What the request demands of the answer, against what the turn answers: a forced tool must be called (unless
+    the turn ignores tool_choice); a structured output's text must be JSON valid against the requested schema."""
+    rows = []
+    called, text = _answers(step)
+    if request.forced_tool:
+        forced = request.forced_tool
+        ok = step.ignore_tool_choice or sanitize_tool_name(forced) in {sanitize_tool_name(t) for t in called}
+        actual = f"calls {', '.join(called)}" if called else "text"
+        problem = "" if ok else f"tool_choice forces '{forced}' but turn {step.turn} answers {actual}"
+        rows.append(Expectation("Forced tool", forced, actual, ok, problem))
+    if request.schema_json and text is not None:
+        schema = orjson.loads(request.schema_json)
+        name = schema.get("title") if isinstance(schema, dict) else None
+        asked_for = f"JSON valid against {name!r}" if name else "JSON valid against the requested schema"
+        try:
+            why = shapes.problem(orjson.loads(text), schema)
+        except orjson.JSONDecodeError:
+            why = "the text is not JSON"
+        problem = f"The request asks for {asked_for}; turn {step.turn}'s answer fails it: {why}" if why else ""
+        rows.append(Expectation("Structured output", asked_for, why or "valid", not why, problem))
     return rows
 
 

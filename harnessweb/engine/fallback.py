@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from harnessweb.engine import shapes
 from harnessweb.engine.exchange import (
     FALLBACK_CHUNK_WORDS,
     Block,
@@ -198,7 +199,28 @@ def lorem_reply(request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
     return _fallback_reply(tuple(blocks), request, pacing_enabled, f"lorem:{short_id(message)}")
 
 
+def demanded(blocks: tuple[Block, ...], request: ChatRequest, seed: str) -> tuple[Block, ...]:
+    """The blocks as the request demands them: a forced tool gets a call to it (arguments valid against its
+    parameter schema, unless the blocks call it already); a structured output gets JSON valid against its schema.
+    Reasoning stays; both are deterministic (``seed``)."""
+    reasoning = tuple(b for b in blocks if b.type == "reasoning")
+    if request.forced_tool:
+        if any(b.type == "tool_call" and b.name == request.forced_tool for b in blocks):
+            return blocks
+        parameters = dict(request.tool_schemas).get(request.forced_tool)
+        schema = orjson.loads(parameters) if parameters else {"type": "object"}
+        arguments = orjson.dumps(shapes.instance(schema, f"{seed}:{request.forced_tool}")).decode()
+        call_id = f"call_{short_id(f'{seed}:forced')}"
+        return (*reasoning, Block("tool_call", call_id=call_id, derived_id=True, name=request.forced_tool,
+                                  arguments=arguments))  # fmt: skip
+    if request.schema_json:
+        value = shapes.instance(orjson.loads(request.schema_json), seed)
+        return (*reasoning, Block("text", text=orjson.dumps(value).decode()))
+    return blocks
+
+
 def _fallback_reply(blocks: tuple[Block, ...], request: ChatRequest, pacing_enabled: bool, seed: str) -> Reply:
+    blocks = demanded(blocks, request, seed)
     prompt = prompt_words(request)
     output_words = _count_words(*(b.text or b.arguments for b in blocks))
     has_tools = any(b.type == "tool_call" for b in blocks)

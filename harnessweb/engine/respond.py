@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from harnessweb.engine import routes
+from harnessweb.engine import asked, routes
 from harnessweb.engine.exchange import ChatRequest, Decision, Failure, Message, Reply, conversation_seed
 from harnessweb.engine.wire import anthropic, embeddings
 from harnessweb.engine.wire.common import Encoded, WireError
@@ -46,7 +46,7 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
     request = route.wire.parse_request(payload)
     if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
         request = replace(request, **dict(route.fields))
-    return payload, request
+    return payload, replace(request, **asked.demands(payload, request.tools))
 
 
 def reply_outgoing(wire: Any, reply: Reply, request: ChatRequest) -> Outgoing:

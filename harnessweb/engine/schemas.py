@@ -98,6 +98,8 @@ class ScenarioTurn(_Model):
     response: Response
     expected_tools: list[str] = Field(default_factory=list)
     allow_missing_tools: bool = False
+    # The turn answers as scripted even when the request forces a tool it does not call (tool_choice).
+    ignore_tool_choice: bool = False
     expected_temperature: float | None = None
     expected_top_p: float | None = None
     expected_reasoning: Literal["enabled", "disabled"] | None = None

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harnessweb.engine import asked, configured, respond, routes
+from harnessweb.engine import configured, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
     Decision,
@@ -223,8 +223,7 @@ class Harness(Clients):
         entry = error or self.answers.take_answer(request.model)
         if entry is not None:
             call.answered_by = "configured"
-            forced = asked.forced_tool(body, call.tools)
-            decision, failure = configured.play(entry, request, forced, len(self._calls), self.options.signature_key)
+            decision, failure = configured.play(entry, request, len(self._calls), self.options.signature_key)
             return call, decision, failure
         decision = decide(
             self._catalog,

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import llm
+import orjson
 from pydantic import ConfigDict
 
 from harnessweb.engine.asked import number
@@ -123,6 +124,7 @@ def _request(model_id: str, prompt: llm.Prompt, conversation: Any, stream: bool)
         temperature=number(options.get("temperature")),
         top_p=number(options.get("top_p")),
         stream=stream,
+        schema_json=orjson.dumps(prompt.schema).decode() if isinstance(prompt.schema, dict) else "",
     )
     return request, options
 
@@ -139,7 +141,7 @@ def _answer(model: Any, prompt: llm.Prompt, response: llm.Response, conversation
             raise HarnessModelError(failure.status, failure.message, failure.retry_after_ms)
         reply = decision.reply
         text = reply.text
-        if decision.mode == "lorem" and harness.options.llm_default is not None:
+        if decision.mode == "lorem" and harness.options.llm_default is not None and not request.schema_json:
             text = json.dumps(harness.options.llm_default)
             call.answered_by = "default"
         for tool_call in reply.tool_calls:

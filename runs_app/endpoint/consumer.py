@@ -21,7 +21,7 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from harnessweb.engine import asked, configured, respond, routes
+from harnessweb.engine import configured, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
     Decision,
@@ -304,10 +304,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         taken = await sync_to_async(scripts.take)(run.id, request.model) if explicit is not None else None
         failure = None
         if taken is not None and taken.entry is not None:
-            forced = asked.forced_tool(payload, list(request.tools))
-            decision, failure = configured.play(
-                taken.entry, request, forced, taken.index, settings.HARNESS_SIGNATURE_KEY
-            )
+            key = settings.HARNESS_SIGNATURE_KEY
+            decision, failure = configured.play(taken.entry, request, taken.index, key)
         else:
             catalog = cached_catalog() or await sync_to_async(current_catalog)()
             named = self.headers.get(SCENARIO_HEADER) or (taken.scenario if taken is not None else "") or None

@@ -54,7 +54,7 @@ TURN_TEXT_FIELDS = (
     "failure_error",
     "finish_reason",
 )
-TURN_FLAGS = ("allow_missing_tools", "failure_retryable")
+TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable")
 # Fields the editor shows as <textarea>; every other text field is a one-line <input>, which browsers strip of
 # line breaks, so a value holding one cannot be edited in the form without changing it.
 MULTILINE_FIELDS = frozenset(

@@ -104,6 +104,8 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     _put(data, "turn", turn["turn"], number=True)
     data["expected_tools"] = split_list(turn["expected_tools"])
     data["allow_missing_tools"] = turn["allow_missing_tools"]
+    if turn["ignore_tool_choice"]:
+        data["ignore_tool_choice"] = True
     for name in ("expected_temperature", "expected_top_p", "failures_before_success"):
         _put(data, name, turn[name], number=True)
     _put(data, "expected_reasoning", turn["expected_reasoning"])
@@ -201,6 +203,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "status": _str(response.get("status", "success")),
         "expected_tools": ", ".join(turn.get("expected_tools") or []),
         "allow_missing_tools": bool(turn.get("allow_missing_tools", False)),
+        "ignore_tool_choice": bool(turn.get("ignore_tool_choice", False)),
         "expected_temperature": _str(turn.get("expected_temperature")),
         "expected_top_p": _str(turn.get("expected_top_p")),
         "expected_reasoning": _str(turn.get("expected_reasoning")),
