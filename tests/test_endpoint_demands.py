@@ -162,3 +162,18 @@ def test_it_honours_the_demands_on_the_server_too(oai: openai.OpenAI, claude: an
         model="gpt-4o", messages=[{"role": "user", "content": "server-prose"}], tools=[TOOL], tool_choice="required"
     )
     assert "tool_choice forces 'get_weather'" in failure_report(failing)
+
+
+def test_it_takes_a_chat_request_without_a_model_in_lorem_and_instruction_mode(harness: Harness) -> None:
+    client = harness.http_client()
+    url = harness.base_url + "/v1/chat/completions"
+    lorem = client.post(url, json={"messages": [{"role": "user", "content": "no model named"}]})
+    assert lorem.status_code == 200 and lorem.json()["model"] == "harness-default"
+    instruction = '<|instruction_start|>{"messages":[{"text_message":{"length":3}}]}<|instruction_end|>'
+    instructed = client.post(url, json={"messages": [{"role": "user", "content": instruction}], "stream": True})
+    assert instructed.status_code == 200 and '"model":"harness-default"' in instructed.text
+    harness.use_scenario({"id": "named", "turns": [{"turn": 1, "response": {"kind": "text", "assistant_text": "x"}}]})
+    refused = client.post(url, json={"messages": [{"role": "user", "content": "hi"}]})
+    assert refused.status_code == 400 and "you must provide a model parameter" in refused.json()["error"]["message"]
+    wrong = client.post(url, json={"model": 5, "messages": [{"role": "user", "content": "hi"}]})
+    assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "model"

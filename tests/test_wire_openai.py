@@ -177,13 +177,19 @@ def test_it_reads_stream_and_include_usage():
     assert (request.stream, request.include_usage) == (False, False)
 
 
+def test_it_reads_a_body_without_a_model_as_the_default_model():
+    request = parse_request({"messages": [{"role": "user", "content": "x"}]})
+    assert (request.model, request.model_missing) == ("harness-default", True)
+    assert parse_request(make_body(model="gpt-4o")).model_missing is False
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [
         ([], None),
         ("text", None),
         (None, None),
-        ({"messages": [{"role": "user", "content": "x"}]}, "model"),
+        (make_body(model=None), "model"),
         (make_body(model=""), "model"),
         (make_body(model=42), "model"),
         (make_body(messages=None), "messages"),

@@ -63,6 +63,8 @@ class ChatRequest:
     # as JSON text so that the request stays hashable.
     forced_tool: str = ""
     schema_json: str = ""
+    # The body named no model (seed 004 allows it in lorem and instruction mode; a scenario refuses it).
+    model_missing: bool = False
     tool_schemas: tuple[tuple[str, str], ...] = ()
 
     @property

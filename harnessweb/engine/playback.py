@@ -305,6 +305,8 @@ def decide(
     """
     scenario, how = select_scenario(catalog, request, header_scenario)
     check_thinking_signatures(request, scenario, signature_key)
+    if scenario is not None and request.model_missing:
+        raise InvalidRequest("model: you must provide a model parameter (a scenario plays only a named model)")
     if scenario is not None:
         return _play_scenario(catalog, scenario, request, pacing_enabled, signature_key, how)
     instruction, why_not = parse_instruction(request.last_user)

@@ -38,12 +38,19 @@ DONE = b"data: [DONE]\n\n"
 _ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 
+DEFAULT_MODEL = "harness-default"
+
+
 def parse_request(body: Any) -> ChatRequest:
     """Read a Chat Completions body into the neutral request; raises WireError naming the bad field."""
     if not isinstance(body, dict):
         raise WireError("The request body must be a JSON object")
     model = body.get("model")
-    if not isinstance(model, str) or not model:
+    # Seed 004: the model may be left out; the default is echoed, and only a scenario refuses the request then.
+    model_missing = "model" not in body
+    if model_missing:
+        model = DEFAULT_MODEL
+    elif not isinstance(model, str) or not model:
         raise WireError("you must provide a model parameter", "model")
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
@@ -96,6 +103,7 @@ def parse_request(body: Any) -> ChatRequest:
         reasoning_enabled=reasoning_enabled,
         stream=bool_field(body, "stream"),
         include_usage=stream_options.get("include_usage") is True,
+        model_missing=model_missing,
     )
 
 
