@@ -18,6 +18,11 @@ from harnessweb.engine import wire
 from harnessweb.engine.wire import anthropic, gemini, openai, responses
 
 PREFIXES = ("/v1/", "/v1beta/")
+# What the fake endpoints read from a request beyond the provider's own protocol, for the server and the plugin alike.
+RUN_HEADER = "x-harness-run"  # the run a request belongs to
+SCENARIO_HEADER = "x-harness-scenario"  # the scenario it plays
+UNMATCHED_HEADER = "x-harness-unmatched"  # "error": a 404 rather than the lorem when nothing matches
+RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
 
 
 @dataclass(frozen=True)

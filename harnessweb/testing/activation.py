@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from harnessweb.engine.loader import read_scenario_files
+from harnessweb.engine.routes import RUN_KEY_PREFIX
 from harnessweb.testing.harness import Harness
 
 VARIABLE = "HARNESS_ACTIVATE"
-RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
 _process: Harness | None = None
 
 

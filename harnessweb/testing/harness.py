@@ -22,13 +22,13 @@ from harnessweb.engine.exchange import (
     ScenarioNotFound,
 )
 from harnessweb.engine.playback import Catalog, decide
+from harnessweb.engine.routes import SCENARIO_HEADER
 from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
 from harnessweb.testing.clients import Clients
 
-SCENARIO_HEADER = "x-harness-scenario"
 BASE_URL = "http://harness.invalid"  # in-process: never resolved, the transport answers it
 
 

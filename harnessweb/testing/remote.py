@@ -13,13 +13,12 @@ import orjson
 from harnessweb.engine import respond, routes
 from harnessweb.engine.configured import Answers
 from harnessweb.engine.exchange import ChatRequest
+from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX
 from harnessweb.engine.wire.common import WireError
 from harnessweb.testing import calls as history
-from harnessweb.testing.activation import RUN_KEY_PREFIX, VARIABLE
+from harnessweb.testing.activation import VARIABLE
 from harnessweb.testing.harness import Harness, HarnessError
 from harnessweb.testing.server import Server
-
-RUN_HEADER = "X-Harness-Run"
 
 
 def calls_from_events(events: list[dict[str, Any]]) -> list[history.Call]:

@@ -31,6 +31,7 @@ from harnessweb.engine.exchange import (
     ScenarioNotFound,
 )
 from harnessweb.engine.playback import decide
+from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX, SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
 from runs_app.endpoint import conversations, scripts
@@ -40,14 +41,10 @@ from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
-RUN_HEADER = "x-harness-run"
 LIVE_INTERVAL_S = 0.05
-SCENARIO_HEADER = "x-harness-scenario"
-UNMATCHED_HEADER = "x-harness-unmatched"
 
 
 API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
-RUN_KEY_PREFIX = "harness-run-"
 
 
 def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: str = "") -> str:
@@ -219,6 +216,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
     async def handle(self, body: bytes) -> None:
         self.query = self.scope.get("query_string", b"").decode("latin-1")
+        self.query_key = parse_qs(self.query).get("key", [""])[0]  # Gemini's ?key=
         route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, self.query)
         self.protocol = route.wire
         if isinstance(route, routes.Refusal):
@@ -253,7 +251,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         builds its own default client can be given through its environment, e.g. ``OPENAI_API_KEY``)."""
         value = self.headers.get(RUN_HEADER)
         if value is None:
-            keys = [self.headers.get(name, "") for name in API_KEY_HEADERS] + parse_qs(self.query).get("key", [])
+            keys = [self.headers.get(name, "") for name in API_KEY_HEADERS] + [self.query_key]
             named = next((k.removeprefix("Bearer ") for k in keys if RUN_KEY_PREFIX in k), None)
             if named is None:
                 return None
@@ -285,8 +283,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()
         self.turn = request.turn
-        query_key = parse_qs(self.query).get("key", [""])[0]  # Gemini's ?key=
-        key = conversation_key(self.headers, request, query_key)
+        key = conversation_key(self.headers, request, self.query_key)
         run = await recorder.resolve(explicit, key, request.turn, request.protocol)
         self.run = run
         recorder.event(
