@@ -21,8 +21,17 @@ setup: $(BIN)/.installed
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-# The node clients tests/test_clients_node.py runs (tests/clients/package-lock.json), when node is on the machine.
-clients:
+# instructor pins a jiter the project's openai cannot use: tests/test_clients_instructor.py runs it from a virtualenv
+# of its own, with the SDK versions it resolves to (tests/clients/instructor/requirements.txt).
+INSTRUCTOR := .venv-instructor
+$(INSTRUCTOR)/.installed: tests/clients/instructor/requirements.txt
+	test -x $(INSTRUCTOR)/bin/python || $(PYTHON) -m venv $(INSTRUCTOR)
+	$(INSTRUCTOR)/bin/python -m pip install --quiet -r tests/clients/instructor/requirements.txt
+	touch $@
+
+# The node clients tests/test_clients_node.py runs (tests/clients/package-lock.json), when node is on the machine;
+# and instructor's virtualenv.
+clients: $(INSTRUCTOR)/.installed
 	@if ! command -v node >/dev/null 2>&1; then \
 		echo "node is not installed: the node client tests (tests/test_clients_node.py) are not collected"; \
 	elif [ ! tests/clients/node_modules/.package-lock.json -nt tests/clients/package-lock.json ]; then \
@@ -38,7 +47,7 @@ examples: migrate
 run: examples
 	@$(BIN)/python manage.py login_link --base-url http://$(HOST):$(PORT)
 	@echo "Serving on http://$(HOST):$(PORT)/ (OpenAI: http://$(HOST):$(PORT)/v1, Anthropic: http://$(HOST):$(PORT))"
-	$(BIN)/daphne -b $(HOST) -p $(PORT) harnessweb.asgi:application
+	$(BIN)/python -m harnessweb.serve -b $(HOST) -p $(PORT) harnessweb.asgi:application
 
 # The same ASGI application (WebSockets included) under uvicorn with uvloop and httptools, for load.
 serve-fast: examples
@@ -66,4 +75,4 @@ bench: examples
 	$(BIN)/python tests/benchmarks/load.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .test-db-* tests/clients/node_modules
+	rm -rf $(VENV) $(INSTRUCTOR) .pytest_cache .ruff_cache .test-db-* tests/clients/node_modules

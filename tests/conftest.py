@@ -74,7 +74,7 @@ def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne
         cmd = [
             sys.executable,
             "-m",
-            "daphne",
+            "harnessweb.serve",  # daphne, request bodies left to the app
             "-b",
             "127.0.0.1",
             "-p",

@@ -9,6 +9,7 @@ from runs_app.live.resilience import (
     NO_ADVICE,
     RETRIED,
     TOO_EARLY,
+    WAITED_OUT,
     WAITING,
     WENT_ON,
     analyse,
@@ -28,7 +29,9 @@ def make_events(*steps: tuple[float, str, int | None, dict[str, Any]]) -> list[d
 
 def make_failure(at: float, turn: int, status: str = "rate_limit", *, attempt: int = 1, of: int = 1, **data: Any):
     """A failed attempt: request, failure injected, then the failed response ``5 ms`` later."""
-    http = {"rate_limit": 429, "model_error": 500, "timeout": 504, "invalid_response": 200}.get(status)
+    http = {"rate_limit": 429, "model_error": 500, "timeout": 504, "auth_error": 401, "overloaded": 529}.get(
+        status, 200
+    )
     failure = {
         "status": status,
         "message": "simulated",
@@ -197,3 +200,39 @@ def test_it_formats_durations_for_people():
     assert format_ms(850.4) == "850 ms"
     assert format_ms(1250) == "1.25 s"
     assert format_ms(2000) == "2 s"
+
+
+def test_it_flags_going_on_after_each_broken_body_as_taking_a_broken_answer():
+    for status in ("wrong_content_type", "missing_content_type", "invalid_json_in_stream", "invalid_utf8",
+                   "truncated_stream"):  # fmt: skip
+        [failure] = analyse(make_events(*make_failure(0, 1, status), *make_success(50, 2))).failures
+        assert failure.outcome == WENT_ON and failure.flagged, status
+        assert f"({status})" in failure.sentence and "as if nothing happened" in failure.sentence
+
+
+def test_it_counts_a_slow_first_byte_sat_through_as_waited_out():
+    [failure] = analyse(make_events(*make_failure(0, 1, "slow_first_byte"), *make_success(50, 2))).failures
+    assert failure.outcome == WAITED_OUT and not failure.flagged
+    assert failure.sentence == (
+        "Turn 1, failure 1 of 1, a slow first byte (slow_first_byte): the client waited for the answer that followed."
+    )
+    # A client that hung up during the stall and asked again retried.
+    events = make_events(
+        (0, "request", 1, {"body": {}}),
+        (1, "failure_injected", 1, {"status": "slow_first_byte", "attempt": 1, "of": 1, "retry_after_ms": 5000}),
+        (300, "client_disconnected", 1, {}),
+        *make_success(400, 1),
+    )
+    [failure] = analyse(events).failures
+    assert failure.outcome == RETRIED and "a slow_first_byte it hung up on" in failure.sentence
+
+
+def test_it_reads_provider_errors_that_always_fail_with_their_status():
+    failures = analyse(
+        make_events(
+            *make_failure(0, 1, "auth_error", of=2**31 - 1, retryable=False),
+            *make_failure(50, 1, "overloaded", attempt=2, of=2**31 - 1, retry_after_ms=10),
+        )  # fmt: skip
+    ).failures
+    assert failures[0].sentence.startswith("Turn 1, failure 1 (it always fails), auth_error (HTTP 401): the client")
+    assert failures[1].advised_ms == 10 and "overloaded (HTTP 529)" in failures[1].sentence

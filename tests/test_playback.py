@@ -562,13 +562,25 @@ def test_it_completes_the_run_on_the_last_turn_even_with_failures_first():
 # Responses
 
 
-def test_it_builds_a_text_reply_with_the_default_usage():
+def test_it_builds_a_text_reply_with_its_usage_counted():
     decision = make_decision(make_scenario("demo", [make_turn(1, {"kind": "text", "assistant_text": "Hello."})]))
     assert decision.reply.blocks == (Block(type="text", text="Hello."),)
     assert decision.reply.finish == "stop"
-    assert (decision.reply.usage.input_tokens, decision.reply.usage.output_tokens) == (64, 32)
-    assert decision.reply.usage.total_tokens == 96
+    # The prompt is the scenario id (one token); "Hello." is two tokens (a word and a full stop).
+    assert (decision.reply.usage.input_tokens, decision.reply.usage.output_tokens) == (1, 2)
+    assert decision.reply.usage.total_tokens == 3
     assert decision.reply.id_seed == "demo:1"
+
+
+def test_it_keeps_the_usage_counts_a_turn_sets_and_counts_the_others():
+    turn = make_turn(1, {"kind": "text", "assistant_text": "Hello there."}, usage={"input_tokens": 500})
+    decision = make_decision(make_scenario("demo", [turn]))
+    assert vars(decision.reply.usage) == {"input_tokens": 500, "output_tokens": 3, "total_tokens": 503}
+    turn = make_turn(1, {"kind": "text", "assistant_text": "Hi"}, usage={"input_tokens": 64, "output_tokens": 32,
+                                                                        "total_tokens": 96})  # fmt: skip
+    assert vars(make_decision(make_scenario("demo", [turn])).reply.usage) == {
+        "input_tokens": 64, "output_tokens": 32, "total_tokens": 96,
+    }  # fmt: skip
 
 
 def test_it_builds_tool_calls_with_authored_ids_verbatim_and_derived_ids_deterministic():
@@ -690,7 +702,7 @@ def test_it_takes_usage_from_the_turn_and_the_seed_token_usage():
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (1, 2, 3)
     seed_turn = {"turn": 1, "response": {"kind": "text", "assistantText": "a", "tokenUsage": {"inputTokens": 7}}}
     usage = make_decision(make_scenario("demo", [seed_turn])).reply.usage
-    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (7, 32, 96)
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (7, 1, 8)  # "a" is one token
 
 
 def test_it_takes_pacing_from_the_scenario():

@@ -129,4 +129,6 @@ def test_it_records_what_was_sent_per_protocol(harness: Harness) -> None:
         0.4,
         {"metadata": {"user_id": "u1"}},
     )
-    assert call.duration_ms is not None and call.response["finish_reason"] == "stop"
+    # The lorem for "ping" is longer than 64 tokens: cut there, as a real model stops at max_tokens.
+    assert call.duration_ms is not None and call.response["finish_reason"] == "length"
+    assert call.response["usage"]["output_tokens"] == 64

@@ -133,7 +133,7 @@ def test_it_maps_model_to_initial_form_values() -> None:
     assert first["assistant_text"] == "Line one.\nLine two."
     assert first["reasoning"] == [{"text": "Think first.", "signature": "sig-1"}]
     assert first["tool_calls"] == [mapping.blank_tool_call()]  # ready if the kind is switched to tool-call
-    assert first["usage"] == {"input_tokens": "64", "output_tokens": "32", "total_tokens": "96"}
+    assert first["usage"] == {"input_tokens": "", "output_tokens": "", "total_tokens": ""}  # counted
     assert json.loads(second["tool_calls"][0]["arguments"]) == {"q": "x", "n": 2}
     assert json.loads(second["failure_error"]) == {"code": "slow_down"}
     assert second["failure_retry_after_ms"] == "250"
@@ -150,6 +150,11 @@ def test_it_leaves_out_fields_of_kinds_the_turn_did_not_choose() -> None:
 
 
 def test_it_leaves_empty_optional_fields_to_the_model_defaults() -> None:
+    blank = make_post(make_data())
+    for name in ("input_tokens", "output_tokens", "total_tokens"):
+        blank[f"turns-0-usage-{name}"] = ""
+    assert mapping.validate_state(fields.parse_form(blank))[0].turns[0].usage is None
+
     post = make_post(make_data())
     post["turns-1-failure_retry_after_ms"] = ""
     post["turns-1-usage-input_tokens"] = ""
@@ -159,7 +164,11 @@ def test_it_leaves_empty_optional_fields_to_the_model_defaults() -> None:
 
     turn = scenario.turns[1]
     assert turn.failure_retry_after_ms is None
-    assert turn.usage.input_tokens == 64
+    assert turn.usage is None  # counted
+    post["turns-0-usage-input_tokens"] = ""
+    post["turns-0-usage-output_tokens"] = "2"
+    usage = mapping.validate_state(fields.parse_form(post))[0].turns[0].usage
+    assert (usage.input_tokens, usage.output_tokens) == (None, 2)  # the empty count is counted
     assert turn.response.tool_calls[0].call_id is None
 
 

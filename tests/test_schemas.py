@@ -97,9 +97,10 @@ def test_it_reads_token_usage_given_on_the_turn() -> None:
     assert scenario.turns[0].usage.total_tokens == 3
 
 
-def test_it_defaults_usage_to_the_seed_numbers() -> None:
-    usage = Scenario.model_validate({"id": "defaults", "turns": [text_turn()]}).turns[0].usage
-    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (64, 32, 96)
+def test_it_leaves_usage_to_be_counted_unless_set() -> None:
+    assert Scenario.model_validate({"id": "defaults", "turns": [text_turn()]}).turns[0].usage is None
+    usage = Scenario.model_validate({"id": "partial", "turns": [text_turn(usage={"outputTokens": 5})]}).turns[0].usage
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (None, 5, None)
 
 
 def test_it_turns_failure_throws_into_a_network_error_whatever_the_status_said() -> None:

@@ -16,6 +16,7 @@ _NAMED = {
     "max_output_tokens", "stream", "input", "instructions", "prompt", "contents", "systemInstruction",
     "generationConfig", "response_format", "output_format", "output_config", "text",
 }  # fmt: skip
+MAX_CHOICES = 128  # OpenAI's bound on ``n``
 
 
 def _dig(body: dict[str, Any], *path: str) -> Any:
@@ -47,16 +48,50 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     return schema
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def max_tokens_of(body: dict[str, Any]) -> int | None:
+    """The answer's token budget: ``max_completion_tokens``, ``max_tokens``, ``max_output_tokens`` or Gemini's
+    ``maxOutputTokens``."""
     for value in (
         body.get("max_completion_tokens"),
         body.get("max_tokens"),
         body.get("max_output_tokens"),
         _dig(body, "generationConfig", "maxOutputTokens"),
     ):
-        if isinstance(value, int):
+        if _count(value) is not None:
             return value
     return None
+
+
+def stop_sequences(body: dict[str, Any]) -> tuple[str, ...]:
+    """The sequences the answer's text stops at: ``stop`` (a string or a list), Anthropic's ``stop_sequences``,
+    Gemini's ``stopSequences``."""
+    for value in (body.get("stop"), body.get("stop_sequences"), _dig(body, "generationConfig", "stopSequences")):
+        if isinstance(value, str) and value:
+            return (value,)
+        if isinstance(value, list):
+            return tuple(s for s in value if isinstance(s, str) and s)
+    return ()
+
+
+def choices_of(body: dict[str, Any]) -> int:
+    """How many choices the answer has: ``n`` (Chat Completions, completions) or Gemini's ``candidateCount``."""
+    value = body.get("n")
+    if value is None:
+        value = _dig(body, "generationConfig", "candidateCount")
+    return min(max(_count(value) or 1, 1), MAX_CHOICES)
+
+
+def logprobs_of(body: dict[str, Any]) -> int | None:
+    """How many alternatives per token the answer's log-probabilities give (Chat Completions ``logprobs`` with
+    ``top_logprobs``; the legacy completions' integer ``logprobs``), or None when it asks for none."""
+    value = body.get("logprobs")
+    if value is True:
+        return _count(body.get("top_logprobs")) or 0
+    return _count(value) if not isinstance(value, bool) else None
 
 
 def forced_tool(body: dict[str, Any], tools: list[str]) -> str | None:
@@ -106,11 +141,16 @@ def tool_parameters(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def demands(body: dict[str, Any], tools: tuple[str, ...]) -> dict[str, Any]:
-    """What a request demands of its answer, as ``ChatRequest`` fields: the forced tool, the structured output's
-    schema, the offered tools' parameter schemas."""
+    """What a request demands of its answer, as ``ChatRequest`` fields: its limits (token budget, stop sequences),
+    its choices and log-probabilities, the forced tool, the structured output's schema, the offered tools'
+    parameter schemas."""
     schema = requested_schema(body)
     parameters = tool_parameters(body)
     return {
+        "max_tokens": max_tokens_of(body),
+        "stop": stop_sequences(body),
+        "choices": choices_of(body),
+        "logprobs": logprobs_of(body),
         "forced_tool": forced_tool(body, list(tools)) or "",
         "schema_json": orjson.dumps(schema).decode() if schema is not None else "",
         "tool_schemas": tuple((name, orjson.dumps(value).decode()) for name, value in parameters.items()),

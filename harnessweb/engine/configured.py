@@ -12,15 +12,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from harnessweb.engine import tokens
 from harnessweb.engine.exchange import (
     Block,
     ChatRequest,
     Decision,
     Failure,
     Reply,
-    Usage,
     conversation_seed,
-    prompt_words,
 )
 from harnessweb.engine.fallback import lorem_reply
 from harnessweb.engine.playback import failure_of
@@ -188,7 +187,7 @@ def play(
     if isinstance(entry, Error):
         reply = lorem_reply(request, False, signature_key)
         return Decision("configured", "", request.turn, reply), entry.failure()  # type: ignore[arg-type]
-    reply = reply_for(entry, request, index)
+    reply = tokens.finished(reply_for(entry, request, index), request)
     return Decision("configured", "", request.turn, reply), None  # type: ignore[arg-type]
 
 
@@ -209,6 +208,5 @@ def reply_for(answer: Answer, request: ChatRequest, index: int) -> Reply:
     for i, call in enumerate(calls):
         call_id = call["id"] or f"call_{seed[-12:]}{i}"
         blocks.append(Block("tool_call", call_id=call_id, name=call["name"], arguments=call["arguments"]))
-    output = sum(len((b.text or b.arguments).split()) for b in blocks)
-    usage = Usage(prompt_words(request), output, prompt_words(request) + output)
+    usage = tokens.counted(request, tuple(blocks), (None, None, None))
     return Reply(tuple(blocks), "tool_calls" if calls else "stop", usage, id_seed=seed)

@@ -66,6 +66,13 @@ class ChatRequest:
     # The body named no model (seed 004 allows it in lorem and instruction mode; a scenario refuses it).
     model_missing: bool = False
     tool_schemas: tuple[tuple[str, str], ...] = ()
+    # The request's limits and extras (harnessweb.engine.tokens applies them): the answer's token budget, the
+    # sequences its text stops at, how many choices it wants (OpenAI ``n``, Gemini ``candidateCount``), and the
+    # log-probabilities it asks for (None: none; else how many alternatives per token).
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    choices: int = 1
+    logprobs: int | None = None
 
     @property
     def turn(self) -> int:
@@ -91,11 +98,16 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class Block:
-    """One content block: text, reasoning (with its signature) or a tool call (arguments as JSON text)."""
+    """One content block: text, reasoning (with its signature) or a tool call (arguments as JSON text).
+
+    A reasoning block with ``redacted`` data is redacted thinking: it has no text, Anthropic serves it as a
+    ``redacted_thinking`` block and the other protocols, which have no such thing, leave it out.
+    """
 
     type: Literal["text", "reasoning", "tool_call"]
     text: str = ""
     signature: str = ""
+    redacted: str = ""
     call_id: str = ""
     name: str = ""
     arguments: str = ""
@@ -118,6 +130,15 @@ class Reply:
     chunk_words: int = FALLBACK_CHUNK_WORDS
     interval_ms: int = 0
     id_seed: str = ""  # deterministic seed for response and tool call ids
+    # The choices the request's limits cut: (choice, "length" or "stop_sequence", the stop sequence met).
+    cuts: tuple[tuple[int, str, str], ...] = ()
+    # The usage counts the scenario sets (input, output, total); None: counted (harnessweb.engine.tokens).
+    authored_usage: tuple[int | None, int | None, int | None] = (None, None, None)
+    single_finish: bool = False  # instruction mode: one finish chunk after all its messages (seed 004)
+
+    def cut(self, choice: int = 0) -> tuple[str, str]:
+        """Why a choice was cut (``"length"``, ``"stop_sequence"`` or ``""``) and the stop sequence it met."""
+        return next(((reason, sequence) for c, reason, sequence in self.cuts if c == choice), ("", ""))
 
     @property
     def text(self) -> str:
@@ -136,11 +157,16 @@ class Reply:
 
 @dataclass(frozen=True)
 class Failure:
-    status: str
+    status: str  # the failure kind (schemas.FailureStatus)
     message: str
     retryable: bool
     retry_after_ms: int | None
     error: dict[str, Any] | None = None
+    http_status: int | None = None  # overrides the kind's own status
+
+
+# ``failures_before_success: "always"``: a count no run reaches.
+ALWAYS = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -200,11 +226,6 @@ def word_chunks(text: str, words: int) -> list[str]:
 def sanitize_tool_name(name: str) -> str:
     """Tool names as providers accept them: letters, digits, ``_`` and ``-``; anything else becomes ``_``."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", name.strip())
-
-
-def prompt_words(request: ChatRequest) -> int:
-    """The words of a request's system prompt and messages: the deterministic token count of a prompt."""
-    return sum(len(text.split()) for text in (request.system, *(m.text for m in request.messages)))
 
 
 def conversation_seed(request: ChatRequest) -> str:

@@ -5,18 +5,17 @@ user's message echoed. Pure.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
-from harnessweb.engine import shapes
+from harnessweb.engine import shapes, tokens
 from harnessweb.engine.exchange import (
     FALLBACK_CHUNK_WORDS,
     Block,
     ChatRequest,
     Reply,
-    Usage,
-    prompt_words,
     short_id,
     sign_thinking,
 )
@@ -114,10 +113,6 @@ def lorem_length(message: str) -> int:
     return 5 + abs(stable_hash(message)) % 496
 
 
-def _count_words(*texts: str) -> int:
-    return sum(len(t.split()) for t in texts)
-
-
 def _is_length(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -184,18 +179,22 @@ def instruction_reply(data: dict[str, Any], request: ChatRequest, pacing_enabled
                         choice=index,
                     )
                 )
-    return _fallback_reply(tuple(blocks), request, pacing_enabled, seed)
+    # Seed 004: one finish chunk after all the messages.
+    return replace(_fallback_reply(tuple(blocks), request, pacing_enabled, seed), single_finish=True)
 
 
 def lorem_reply(request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
+    """The lorem, with the user's message echoed; each further choice a request asks for (``n``) gets a length
+    of its own (the hash of the message and the choice's number)."""
     message = request.last_user
-    body = lorem(lorem_length(message))
-    # The echo: the user's message, verbatim, after each stream.
-    echoed = f"{body} {message}" if message else body
     blocks = []
-    if REASON_MARKER in message:
-        blocks.append(Block(type="reasoning", text=echoed, signature=sign_thinking(echoed, key)))
-    blocks.append(Block(type="text", text=echoed))
+    for choice in range(request.choices):
+        body = lorem(lorem_length(message if choice == 0 else f"{message}\x1f{choice}"))
+        # The echo: the user's message, verbatim, after each stream.
+        echoed = f"{body} {message}" if message else body
+        if REASON_MARKER in message:
+            blocks.append(Block("reasoning", text=echoed, signature=sign_thinking(echoed, key), choice=choice))
+        blocks.append(Block("text", text=echoed, choice=choice))
     return _fallback_reply(tuple(blocks), request, pacing_enabled, f"lorem:{short_id(message)}")
 
 
@@ -221,13 +220,11 @@ def demanded(blocks: tuple[Block, ...], request: ChatRequest, seed: str) -> tupl
 
 def _fallback_reply(blocks: tuple[Block, ...], request: ChatRequest, pacing_enabled: bool, seed: str) -> Reply:
     blocks = demanded(blocks, request, seed)
-    prompt = prompt_words(request)
-    output_words = _count_words(*(b.text or b.arguments for b in blocks))
     has_tools = any(b.type == "tool_call" for b in blocks)
     return Reply(
         blocks=blocks,
         finish="tool_calls" if has_tools else "stop",
-        usage=Usage(prompt, output_words, prompt + output_words),
+        usage=tokens.counted(request, blocks),
         chunk_words=FALLBACK_CHUNK_WORDS,
         interval_ms=FALLBACK_INTERVAL_MS if pacing_enabled else 0,
         id_seed=seed,

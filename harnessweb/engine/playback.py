@@ -10,12 +10,14 @@ user message, match rules), scripted turns (turn = assistant messages + 1) with 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
+from harnessweb.engine import tokens
 from harnessweb.engine.exchange import (
+    ALWAYS,
     FALLBACK_CHUNK_WORDS,
     Block,
     ChatRequest,
@@ -125,7 +127,10 @@ def _error_turn(turn: int, message: str, *, assistant_text: str, heading: str) -
 def _blocks_for(step: ScenarioTurn, id_seed: str, signature_key: str) -> tuple[tuple[Block, ...], bool]:
     response = step.response
     blocks = [
-        Block(type="reasoning", text=seg.text, signature=seg.signature or sign_thinking(seg.text, signature_key))
+        # Redacted thinking shows no text anywhere, whatever text the entry holds.
+        Block(type="reasoning", redacted=seg.redacted_data)
+        if seg.redacted_data
+        else Block(type="reasoning", text=seg.text, signature=seg.signature or sign_thinking(seg.text, signature_key))
         for seg in response.reasoning
     ]
     has_tools = False
@@ -185,13 +190,15 @@ def _scenario_reply(scenario: Scenario, step: ScenarioTurn, pacing_enabled: bool
     blocks, has_tools = _blocks_for(step, id_seed, signature_key)
     finish = _FINISH_ALIASES.get(step.finish_reason or "", "tool_calls" if has_tools else "stop")
     pacing = scenario.pacing
+    usage = step.usage
     return Reply(
         blocks=blocks,
         finish=finish,  # type: ignore[arg-type]
-        usage=Usage(step.usage.input_tokens, step.usage.output_tokens, step.usage.total_tokens),
+        usage=Usage(0, 0, 0),  # counted per request (harnessweb.engine.tokens.finished)
         chunk_words=pacing.chunk_words if pacing else FALLBACK_CHUNK_WORDS,
         interval_ms=pacing.interval_ms if (pacing and pacing_enabled) else 0,
         id_seed=id_seed,
+        authored_usage=(usage.input_tokens, usage.output_tokens, usage.total_tokens) if usage else (None, None, None),
     )
 
 
@@ -201,6 +208,15 @@ _DEFAULT_FAILURE_MESSAGES = {
     "network_error": "Simulated network error",
     "rate_limit": "Rate limit exceeded (simulated)",
     "model_error": "Simulated model error",
+    "auth_error": "Invalid API key provided (simulated)",
+    "permission_error": "Your API key does not have permission to use this resource (simulated)",
+    "not_found": "The model does not exist or you do not have access to it (simulated)",
+    "bad_request": "Invalid request (simulated)",
+    "request_too_large": "Request exceeds the maximum allowed number of bytes (simulated)",
+    "server_error": "Internal server error (simulated)",
+    "bad_gateway": "Bad gateway (simulated)",
+    "unavailable": "The service is temporarily unavailable (simulated)",
+    "overloaded": "The API is temporarily overloaded (simulated)",
 }
 
 
@@ -211,11 +227,13 @@ def failure_of(
     retryable: bool = True,
     retry_after_ms: int | None = None,
     error: dict[str, Any] | None = None,
+    http_status: int | None = None,
 ) -> Failure:
     """A failure of one of the schema's kinds, with the default message and (for a rate limit) ``Retry-After``."""
     if status == "rate_limit" and retry_after_ms is None:
         retry_after_ms = 1000
-    return Failure(status, message or _DEFAULT_FAILURE_MESSAGES[status], retryable, retry_after_ms, error)
+    default = _DEFAULT_FAILURE_MESSAGES.get(status, f"Simulated failure: {status}")
+    return Failure(status, message or default, retryable, retry_after_ms, error, http_status)
 
 
 def _failure(step: ScenarioTurn) -> Failure:
@@ -225,6 +243,7 @@ def _failure(step: ScenarioTurn) -> Failure:
         retryable=step.failure_retryable,
         retry_after_ms=step.failure_retry_after_ms,
         error=step.failure_error,
+        http_status=step.failure_http_status,
     )
 
 
@@ -258,13 +277,15 @@ def _play_scenario(
     reply = catalog.replies.get(key) or catalog.replies.setdefault(
         key, _scenario_reply(scenario, step, pacing_enabled, signature_key)
     )
+    if request.choices > 1:  # every choice answers as scripted
+        reply = replace(reply, blocks=tuple(replace(b, choice=i) for i in range(request.choices) for b in reply.blocks))
     return Decision(
         "scenario",
         scenario.id,
         turn,
         reply,
         failure=_failure(step) if step.failures_before_success else None,
-        failures_before_success=step.failures_before_success,
+        failures_before_success=ALWAYS if step.failures_before_success == "always" else step.failures_before_success,
         completes_run=turn == scenario.last_turn,
         scripted_turns=tuple(t.turn for t in scenario.turns),
         notes=notes,
@@ -303,6 +324,20 @@ def decide(
     Raises :class:`ScenarioNotFound` for an unknown ``X-Harness-Scenario`` id and :class:`InvalidRequest` for a
     request the real provider would refuse.
     """
+    decision = _decide(catalog, request, header_scenario, pacing_enabled, signature_key, unmatched_error)
+    if decision.problem:  # a failure report is served whole
+        return replace(decision, reply=replace(decision.reply, usage=tokens.counted(request, decision.reply.blocks)))
+    return replace(decision, reply=tokens.finished(decision.reply, request))
+
+
+def _decide(
+    catalog: Catalog,
+    request: ChatRequest,
+    header_scenario: str | None,
+    pacing_enabled: bool,
+    signature_key: str,
+    unmatched_error: bool,
+) -> Decision:
     scenario, how = select_scenario(catalog, request, header_scenario)
     check_thinking_signatures(request, scenario, signature_key)
     if scenario is not None and request.model_missing:

@@ -20,13 +20,22 @@ from harnessweb.engine.wire.embeddings import EmbeddingRequest
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A response and how it leaves: ``hold_ms`` before it (a held timeout), ``interval_ms`` between frames
-    (pacing), and ``drop_after`` frames, then the connection cut (a simulated network error)."""
+    """A response and how it leaves: ``hold_ms`` before it (a held timeout), ``stall_ms`` between its headers and
+    its first frame (a slow first byte), ``interval_ms`` between frames (pacing), and ``drop_after`` frames, then
+    the connection cut (a simulated network error)."""
 
     encoded: Encoded
     interval_ms: int = 0
     hold_ms: int = 0
     drop_after: int | None = None
+    stall_ms: int = 0
+
+
+# Failure kinds that send the answer with a 200 but broken: the client must notice it.
+BROKEN_BODY_KINDS = frozenset(
+    {"wrong_content_type", "missing_content_type", "invalid_json_in_stream", "invalid_utf8", "truncated_stream"}
+)
+SLOW_FIRST_BYTE_MS = 5000  # slow_first_byte's stall when the scenario gives no time
 
 
 def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | EmbeddingRequest | Encoded]:
@@ -70,7 +79,64 @@ def failure_outgoing(
         return Outgoing(full, drop_after=max(1, len(full.frames) // 2))
     if failure.status == "invalid_response":
         return Outgoing(wire.malformed(request.stream))
+    if failure.status == "slow_first_byte":
+        stall = failure.retry_after_ms if failure.retry_after_ms is not None else SLOW_FIRST_BYTE_MS
+        out = reply_outgoing(wire, decision.reply, request)
+        return replace(out, stall_ms=stall)
+    if failure.status in BROKEN_BODY_KINDS:
+        encoded = wire.encode_reply(decision.reply, request)
+        return Outgoing(broken(failure.status, encoded, request.stream, decision.reply.text))
     return Outgoing(wire.encode_failure(failure, request_id))
+
+
+def _middle(encoded: Encoded) -> int:
+    """The frame in the middle of the content (the middle frame when no frame carries content)."""
+    content = [i for i, piece in enumerate(encoded.pieces) if piece is not None and piece.text]
+    return content[len(content) // 2] if content else len(encoded.frames) // 2
+
+
+def _corrupt_json(frame: bytes) -> bytes:
+    """A frame whose JSON is cut in two: an SSE event keeps its ``data:`` line (and event name), ending cleanly."""
+    at = frame.find(b"data: ")
+    if at < 0:
+        return frame[: len(frame) // 2]
+    payload = frame[at + 6 :].rstrip(b"\n")
+    return frame[: at + 6] + payload[: len(payload) // 2] + b"\n\n"
+
+
+def _invalid_utf8(frame: bytes, text: str) -> bytes:
+    """A frame with bytes that are not UTF-8 inside its text (or, lacking text, inside its JSON)."""
+    needle = orjson.dumps(text)[1:-1] if text else b""
+    at = frame.find(needle) if needle else -1
+    if at < 0:
+        at = frame.find(b"{") + 1
+    return frame[:at] + b"\xff\xfe" + frame[at:]
+
+
+def broken(kind: str, encoded: Encoded, stream: bool, text: str = "") -> Encoded:
+    """The answer, sent with a 200 but broken the way ``kind`` says: under the wrong content type, under none, with
+    a data line that is not JSON, with bytes that are not UTF-8 in the middle, or ending cleanly before its
+    terminator (no ``[DONE]``, ``message_stop`` or ``response.completed``; a JSON body cut short)."""
+    frames, pieces = list(encoded.frames), list(encoded.pieces) or [None] * len(encoded.frames)
+    headers = tuple(h for h in encoded.headers if h[0] != b"content-type")
+    if kind == "wrong_content_type":
+        return replace(encoded, headers=((b"content-type", b"text/plain; charset=utf-8"), *headers))
+    if kind == "missing_content_type":
+        return replace(encoded, headers=headers)
+    if not stream:  # one JSON body: break it whole
+        body = encoded.body
+        if kind == "invalid_utf8":
+            return replace(encoded, frames=(_invalid_utf8(body, text[:16]),), pieces=())
+        return replace(encoded, frames=(body[: len(body) // 2],), pieces=())
+    if kind == "truncated_stream":
+        return replace(encoded, frames=tuple(frames[:-1]), pieces=tuple(pieces[:-1]))
+    at = _middle(encoded)
+    piece = pieces[at]
+    if kind == "invalid_utf8":
+        frames[at] = _invalid_utf8(frames[at], piece.text if piece is not None else "")
+    else:  # invalid_json_in_stream
+        frames[at] = _corrupt_json(frames[at])
+    return replace(encoded, frames=tuple(frames), pieces=tuple(pieces))
 
 
 # ---------------------------------------------------------------------------------------------------------------

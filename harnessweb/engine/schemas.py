@@ -2,7 +2,8 @@
 
 Canonical JSON is snake_case. The camelCase names of the TypeScript harness this format comes from are accepted
 as aliases, so its fixtures import unchanged; a few of its legacy fields (``tokenUsage``, ``finishReason``,
-``failureThrows``, ``providerMetadata.anthropic.signature``) are folded into their canonical places on input.
+``failureThrows``, ``reasoningContent``, ``providerMetadata.anthropic.signature`` and ``.redactedData``) are folded
+into their canonical places on input.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-FailureStatus = Literal["timeout", "invalid_response", "network_error", "rate_limit", "model_error"]
+# The failure kinds a turn can script (seed 003's error paths): provider errors with their HTTP status, broken
+# bodies with a 200, and the network's own (a held timeout, a cut connection, a slow first byte).
+FailureStatus = Literal[
+    "timeout", "invalid_response", "network_error", "rate_limit", "model_error",
+    "auth_error", "permission_error", "not_found", "bad_request", "request_too_large",
+    "server_error", "bad_gateway", "unavailable", "overloaded",
+    "wrong_content_type", "missing_content_type", "invalid_json_in_stream", "invalid_utf8", "truncated_stream",
+    "slow_first_byte",
+]  # fmt: skip
 
 
 class _Model(BaseModel):
@@ -35,28 +44,88 @@ class Pacing(_Model):
 
 
 class Usage(_Model):
-    input_tokens: int = Field(64, ge=0)
-    output_tokens: int = Field(32, ge=0)
-    total_tokens: int = Field(96, ge=0)
+    """Token counts a turn reports; each one left out is counted (harnessweb.engine.tokens), the total as input +
+    output."""
+
+    input_tokens: int | None = Field(None, ge=0)
+    output_tokens: int | None = Field(None, ge=0)
+    total_tokens: int | None = Field(None, ge=0)
+
+
+ProviderMetadata = dict[str, dict[str, Any]]
 
 
 class ReasoningSegment(_Model):
+    """One reasoning entry. ``redacted_data`` makes it redacted thinking (Anthropic's ``redacted_thinking``: only
+    its opaque data is served, and only on the Anthropic protocol); ``provider_metadata`` keeps any provider's
+    metadata as authored, but for what is read into ``signature`` and ``redacted_data``."""
+
     text: str
     signature: str | None = None
+    redacted_data: str | None = Field(None, min_length=1)
+    provider_metadata: ProviderMetadata | None = None
+    # The TypeScript harness tags its entries; accepted, not kept (every entry here is a reasoning entry).
+    type: Literal["reasoning"] | None = Field(None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
     def _read_provider_metadata(cls, data: Any) -> Any:
-        # The seed keeps the signature at providerMetadata.anthropic.signature.
-        if isinstance(data, dict) and "providerMetadata" in data:
-            data = dict(data)
-            meta = data.pop("providerMetadata") or {}
-            anthropic = meta.get("anthropic") if isinstance(meta, dict) else None
-            if not isinstance(meta, dict) or not isinstance(anthropic or {}, dict):
-                raise ValueError('providerMetadata must be an object like {"anthropic": {"signature": "..."}}')
-            signature = (anthropic or {}).get("signature")
-            if signature and not data.get("signature"):
-                data["signature"] = signature
+        """Read the signature and redacted data the seed keeps at ``providerMetadata.anthropic`` into their fields
+        (an explicit field wins); a redacted entry needs no text."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, field in (("signature", "signature"), ("redactedData", "redacted_data")):
+            if name in data:  # one spelling from here on, to compare with the metadata's value
+                data[field] = data.pop(name)
+        meta = data.pop("providerMetadata", data.pop("provider_metadata", None))
+        if meta is not None:
+            if not isinstance(meta, dict) or not all(isinstance(v, dict) for v in meta.values()):
+                raise ValueError(
+                    'providerMetadata must be an object of objects, like {"anthropic": {"signature": "..."}}'
+                )
+            anthropic = dict(meta.get("anthropic") or {})
+            for name, field in (("signature", "signature"), ("redactedData", "redacted_data")):
+                value = anthropic.get(name)
+                if value is not None and not isinstance(value, str):
+                    raise ValueError(f"providerMetadata.anthropic.{name} must be a string")
+                if value and not data.get(field):
+                    data[field] = value
+                if name in anthropic and anthropic[name] in (data.get(field), "", None):
+                    # Kept once, in its field: the canonical form does not say it twice.
+                    del anthropic[name]
+            meta = (
+                {**meta, "anthropic": anthropic} if anthropic else {k: v for k, v in meta.items() if k != "anthropic"}
+            )
+            if meta:
+                data["provider_metadata"] = meta
+        if data.get("redacted_data") and "text" not in data:
+            data["text"] = ""
+        return data
+
+
+def _reasoning_entries(content: Any) -> list[Any]:
+    """The seed's ``reasoningContent``: one text, one entry object, or a list of either; as reasoning entries."""
+    items = content if isinstance(content, list) else [content]
+    return [{"text": item} if isinstance(item, str) else item for item in items]
+
+
+class _Response(_Model):
+    """What the three response kinds share: the seed's ``reasoningContent`` read into ``reasoning``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_reasoning_content(cls, data: Any) -> Any:
+        """Append the seed's ``reasoningContent`` to ``reasoning``, as its provider reads both."""
+        if not isinstance(data, dict) or not ({"reasoningContent", "reasoning_content"} & data.keys()):
+            return data
+        data = dict(data)
+        content = data.pop("reasoningContent", data.pop("reasoning_content", None))
+        if content is not None:
+            reasoning = data.pop("reasoning", None) or []
+            if not isinstance(reasoning, list):
+                raise ValueError("reasoning must be a list when reasoningContent is given too")
+            data["reasoning"] = [*reasoning, *_reasoning_entries(content)]
         return data
 
 
@@ -67,20 +136,22 @@ class ToolCallSpec(_Model):
     assistant_text: str | None = None
 
 
-class TextResponse(_Model):
+class TextResponse(_Response):
     kind: Literal["text"]
     assistant_text: str
     reasoning: list[ReasoningSegment] = Field(default_factory=list)
+    provider_metadata: ProviderMetadata | None = None
 
 
-class ToolCallResponse(_Model):
+class ToolCallResponse(_Response):
     kind: Literal["tool-call"]
     assistant_text: str | None = None
     tool_calls: list[ToolCallSpec] = Field(min_length=1)
     reasoning: list[ReasoningSegment] = Field(default_factory=list)
+    provider_metadata: ProviderMetadata | None = None
 
 
-class FinalReportResponse(_Model):
+class FinalReportResponse(_Response):
     kind: Literal["final-report"]
     report_content: str
     report_format: str = "markdown"
@@ -88,6 +159,7 @@ class FinalReportResponse(_Model):
     status: Literal["success", "failure", "partial"] = "success"
     assistant_text: str | None = None
     reasoning: list[ReasoningSegment] = Field(default_factory=list)
+    provider_metadata: ProviderMetadata | None = None
 
 
 Response = Annotated[TextResponse | ToolCallResponse | FinalReportResponse, Field(discriminator="kind")]
@@ -103,13 +175,15 @@ class ScenarioTurn(_Model):
     expected_temperature: float | None = None
     expected_top_p: float | None = None
     expected_reasoning: Literal["enabled", "disabled"] | None = None
-    failures_before_success: int = Field(0, ge=0, le=100)
+    failures_before_success: Annotated[int, Field(ge=0, le=100)] | Literal["always"] = 0
     failure_status: FailureStatus = "model_error"
+    # Any other HTTP status for the failure (a 409, a 418, a 507…), in the protocol's error format.
+    failure_http_status: int | None = Field(None, ge=400, le=599)
     failure_message: str | None = None
     failure_retryable: bool = True
     failure_retry_after_ms: int | None = Field(None, ge=0, le=600_000)
     failure_error: dict[str, Any] | None = None
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage | None = None
     finish_reason: str | None = None
 
     @model_validator(mode="before")

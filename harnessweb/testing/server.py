@@ -1,8 +1,9 @@
 """Server mode's server: the real app started once per session (per xdist worker) in a subprocess on a free port,
 with its own temporary SQLite database, the session's scenarios loaded and a write token issued for the plugin.
 
-It is started through ``python -m django`` and ``python -m daphne`` with the project's own settings, so this module
-imports nothing of Django: the test process's settings (a team's own Django project) stay untouched.
+It is started through ``python -m django`` and ``python -m harnessweb.serve`` (daphne, request bodies left to the app)
+with the project's own settings, so this module imports nothing of Django: the test process's settings (a team's own
+Django project) stay untouched.
 """
 
 from __future__ import annotations
@@ -71,7 +72,16 @@ def start(folder: Path, scenario_paths: list[str], *, pacing: bool = True) -> Se
     token = _manage(env, "create_api_token", "pytest-plugin", "--scope", "write").strip()
     port = _free_port()
     log = folder / "server.log"
-    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "harnessweb.asgi:application"]
+    command = [
+        sys.executable,
+        "-m",
+        "harnessweb.serve",
+        "-b",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "harnessweb.asgi:application",
+    ]
     process = subprocess.Popen(command, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     wait_until_serving(process, port, log)
     return Server(f"http://127.0.0.1:{port}", token, process)

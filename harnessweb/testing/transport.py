@@ -43,7 +43,13 @@ def _paced(out: Outgoing) -> Iterator[tuple[float, bytes]]:
     """The frames that go out, each with the pause before it (seconds); a cut response stops at the cut."""
     frames = out.encoded.frames if out.drop_after is None else out.encoded.frames[: out.drop_after]
     for i, frame in enumerate(frames):
-        yield (out.interval_ms / 1000 if i else 0.0), frame
+        yield (out.interval_ms / 1000 if i else out.stall_ms / 1000), frame
+
+
+def _stalled_too_long(lib: ModuleType, pause: float, request: Any) -> float | None:
+    """The client's read timeout, when a pause between frames outlasts it (the client gives up first)."""
+    limit = _read_timeout(request)
+    return limit if limit is not None and pause > limit else None
 
 
 def _ended(lib: ModuleType, out: Outgoing, request: Any, call: Any) -> None:
@@ -64,6 +70,9 @@ def transports(lib: ModuleType) -> tuple[type, type]:
 
         def __iter__(self) -> Iterator[bytes]:
             for pause, frame in _paced(self.out):
+                if (limit := _stalled_too_long(lib, pause, self.request)) is not None:
+                    time.sleep(limit)
+                    raise lib.ReadTimeout("timed out", request=self.request)
                 if pause:
                     time.sleep(pause)
                 yield frame
@@ -75,6 +84,9 @@ def transports(lib: ModuleType) -> tuple[type, type]:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             for pause, frame in _paced(self.out):
+                if (limit := _stalled_too_long(lib, pause, self.request)) is not None:
+                    await asyncio.sleep(limit)
+                    raise lib.ReadTimeout("timed out", request=self.request)
                 if pause:
                     await asyncio.sleep(pause)
                 yield frame

@@ -45,6 +45,9 @@ LIVE_INTERVAL_S = 0.05
 
 
 API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
+# Content types whose body servers read as form fields, never as JSON: a JSON body sent with one gets a 400 naming it
+# (the same under daphne and uvicorn: harnessweb/serve.py). Other types (none, text/plain) are still read as JSON.
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: str = "") -> str:
@@ -148,7 +151,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         """Send a response as the engine planned it: held, paced, or cut after some frames."""
         if out.hold_ms:
             await self.pause(out.hold_ms / 1000)
-        await self.reply(out.encoded, interval_ms=out.interval_ms, drop_after=out.drop_after, finish=finish)
+        await self.reply(
+            out.encoded, interval_ms=out.interval_ms, drop_after=out.drop_after, finish=finish, stall_ms=out.stall_ms
+        )
 
     async def reply(
         self,
@@ -157,8 +162,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         interval_ms: int = 0,
         drop_after: int | None = None,
         finish: Callable[[], None] | None = None,
+        stall_ms: int = 0,
     ) -> None:
-        """Send an encoded response; ``drop_after`` frames cuts the connection there (a simulated network error).
+        """Send an encoded response; ``stall_ms`` between the headers and the first frame (a slow first byte),
+        ``interval_ms`` between frames, and ``drop_after`` frames cuts the connection there (a network error).
 
         ``finish`` records how the response went; it runs before the last frame, which waits for the commit of
         what it recorded, so a client that has the end of the response can read it back (a cut response has no
@@ -178,6 +185,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         for i, frame in enumerate(frames):
             if i and interval_ms:
                 await self.pause(interval_ms / 1000)
+            elif not i and stall_ms:
+                await self.pause(stall_ms / 1000)
             if i == last and finish is not None:
                 if live and self.run is not None:  # watchers see what the client has before the response's events
                     await get_recorder().live(self.run, self.turn, live)
@@ -230,6 +239,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if kept is None:
                 return await self.reply(self._error(404, f"Response with id '{route.param}' not found."))
             return await self.reply(responses.encode_object(kept))
+        media_type = self.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media_type in FORM_TYPES:
+            message = f"Content-Type {media_type} is not supported here: send the body as JSON (application/json)"
+            return await self.reply(self._error(400, message, "content-type"))
         try:
             payload, request = respond.read_request(route, body)
             explicit = self._run_header()

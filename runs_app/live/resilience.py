@@ -15,23 +15,44 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from harnessweb.engine.exchange import ALWAYS
 from harnessweb.text import plural
 
 # Failures whose HTTP response carries Retry-After / retry-after-ms when the scenario gives a time. A dropped
 # connection or a malformed 200 carries no advice, whatever the scenario says.
-ADVISING_STATUSES = frozenset({"rate_limit", "model_error", "timeout"})
+ADVISING_STATUSES = frozenset(
+    {"rate_limit", "model_error", "timeout", "auth_error", "permission_error", "not_found", "bad_request",
+     "request_too_large", "server_error", "bad_gateway", "unavailable", "overloaded"}
+)  # fmt: skip
 # Both ends of a measured wait are taken server-side a little after the client acts (after the last byte is written,
 # after the retry's body is read), so a client that waits exactly as advised can measure a few ms short.
 TOLERANCE_MS = 20.0
 # Successive waits count as backing off only when each is clearly longer than the one before (beyond timing noise).
 BACKOFF_GROWTH = 1.05
 # Failures after which carrying on means the client took a broken answer for a good one.
-BROKEN_STREAM_STATUSES = frozenset({"network_error", "invalid_response"})
+BROKEN_STREAM_STATUSES = frozenset(
+    {"network_error", "invalid_response", "wrong_content_type", "missing_content_type", "invalid_json_in_stream",
+     "invalid_utf8", "truncated_stream"}
+)  # fmt: skip
+# A slow first byte is followed by the good answer: a client that sat through it and went on did right.
+SLOW_FIRST_BYTE = "slow_first_byte"
+# How each failure that is no provider error reads (the others read as their kind and HTTP status).
+_DESCRIBED = {
+    "network_error": "a dropped connection (network_error)",
+    "invalid_response": "a malformed response (invalid_response)",
+    "wrong_content_type": "an answer under the wrong content type (wrong_content_type)",
+    "missing_content_type": "an answer without a content type (missing_content_type)",
+    "invalid_json_in_stream": "a stream with a data line that is not JSON (invalid_json_in_stream)",
+    "invalid_utf8": "an answer with bytes that are not UTF-8 (invalid_utf8)",
+    "truncated_stream": "a stream that ended before its terminator (truncated_stream)",
+    "slow_first_byte": "a slow first byte (slow_first_byte)",
+}
 
 HONOURED = "honoured"
 TOO_EARLY = "too early"
 NO_ADVICE = "no advice"
 
+WAITED_OUT = "waited it out"
 RETRIED = "retried"
 WENT_ON = "went on"
 GAVE_UP = "gave up"
@@ -51,7 +72,7 @@ class FailureOutcome:
     http_status: int | None  # what the client got (None: dropped, or it hung up first)
     received: bool  # the client received the failure (False: it disconnected before, e.g. during a timeout hold)
     advised_ms: int | None  # the retry-after-ms the client was given, if any
-    outcome: str  # retried | went on | gave up | waiting
+    outcome: str  # retried | went on | gave up | waiting | waited it out (a slow first byte, then the answer)
     waited_ms: float | None  # from the end of the failed response to the retry
     verdict: str | None  # honoured | too early | no advice (only when retried)
     next_turn: int | None  # the turn of the next request, when it went on
@@ -113,18 +134,19 @@ def _turn_label(turn: int | None) -> str:
 
 
 def _what_failed(status: str, http_status: int | None, received: bool) -> str:
-    if status == "network_error":
-        return "a dropped connection (network_error)"
-    if status == "invalid_response":
-        return "a malformed response (invalid_response)"
+    if status in _DESCRIBED and (received or status != SLOW_FIRST_BYTE):
+        return _DESCRIBED[status]
     if not received:
         return f"a {status} it hung up on before the answer came"
     return f"{status} (HTTP {http_status})" if http_status else status
 
 
 def _failure_sentence(f: FailureOutcome) -> str:
-    head = f"{_turn_label(f.turn).capitalize()}, failure {f.attempt} of {f.of}, "
+    count = f"failure {f.attempt} of {f.of}" if f.of < ALWAYS else f"failure {f.attempt} (it always fails)"
+    head = f"{_turn_label(f.turn).capitalize()}, {count}, "
     what = _what_failed(f.status, f.http_status, f.received)
+    if f.outcome == WAITED_OUT:
+        return f"{head}{what}: the client waited for the answer that followed."
     if f.outcome == WENT_ON:
         carried = "as if nothing happened" if f.status in BROKEN_STREAM_STATUSES else "without a good answer"
         instead = f"instead of retrying {_turn_label(f.turn)}"
@@ -203,7 +225,9 @@ def analyse(events: Iterable[Mapping[str, Any]], *, live: bool = False) -> Resil
         waited: float | None = None
         verdict: str | None = None
         next_turn: int | None = None
-        if (
+        if status == SLOW_FIRST_BYTE and received:  # the answer came after the stall
+            outcome = WAITED_OUT
+        elif (
             next_request is not None
             and next_request is not retry
             and turn is not None

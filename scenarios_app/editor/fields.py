@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, get_args
+
+from harnessweb.engine.schemas import FailureStatus
 
 FormState = dict[str, Any]
 
@@ -18,7 +20,7 @@ Errors = dict[str, list[str]]
 
 KINDS = ("text", "tool-call", "final-report")
 REPORT_STATUSES = ("success", "failure", "partial")
-FAILURE_STATUSES = ("model_error", "rate_limit", "timeout", "network_error", "invalid_response")
+FAILURE_STATUSES = tuple(get_args(FailureStatus))
 REASONING_CHOICES = ("", "enabled", "disabled")
 RAW_FORMATS = ("json", "yaml")
 ALL = "__all__"  # the slot for errors that belong to no field
@@ -51,6 +53,7 @@ TURN_TEXT_FIELDS = (
     "failure_status",
     "failure_message",
     "failure_retry_after_ms",
+    "failure_http_status",
     "failure_error",
     "finish_reason",
 )

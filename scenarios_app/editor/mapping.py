@@ -113,12 +113,14 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     _put(data, "failure_message", turn["failure_message"])
     data["failure_retryable"] = turn["failure_retryable"]
     _put(data, "failure_retry_after_ms", turn["failure_retry_after_ms"], number=True)
+    _put(data, "failure_http_status", turn["failure_http_status"], number=True)
     if turn["failure_error"].strip():
         data["failure_error"] = _json(turn["failure_error"], f"{p}failure_error", errors)
     usage: dict[str, Any] = {}
     for f in USAGE_FIELDS:
         _put(usage, f, turn["usage"][f], number=True)
-    data["usage"] = usage
+    if usage:  # counts left empty are counted from the request and the answer
+        data["usage"] = usage
     _put(data, "finish_reason", turn["finish_reason"])
     return data
 
@@ -212,8 +214,9 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "failure_message": _str(turn.get("failure_message")),
         "failure_retryable": bool(turn.get("failure_retryable", True)),
         "failure_retry_after_ms": _str(turn.get("failure_retry_after_ms")),
+        "failure_http_status": _str(turn.get("failure_http_status")),
         "failure_error": "" if failure_error is None else pretty_json(failure_error),
-        "usage": {f: _str(usage.get(f, default)) for f, default in zip(USAGE_FIELDS, (64, 32, 96), strict=True)},
+        "usage": {f: _str(usage.get(f)) for f in USAGE_FIELDS},
         "finish_reason": _str(turn.get("finish_reason")),
     }
 
@@ -256,6 +259,19 @@ def new_scenario_state() -> FormState:
     return state
 
 
+def _has_provider_fields(data: Mapping[str, Any]) -> bool:
+    """Whether a response or a reasoning entry holds provider metadata or redacted data, which the form has no
+    fields for."""
+    for turn in data.get("turns") or []:
+        response = turn.get("response") or {}
+        if "provider_metadata" in response:
+            return True
+        for segment in response.get("reasoning") or []:
+            if "provider_metadata" in segment or "redacted_data" in segment:
+                return True
+    return False
+
+
 def form_problem(data: Mapping[str, Any]) -> str:
     """Why the form cannot show this (valid, canonical) scenario without changing it, or "" when it can.
 
@@ -264,6 +280,8 @@ def form_problem(data: Mapping[str, Any]) -> str:
     """
     if data.get("embeddings"):
         return "its embedding pins are edited on the raw tab"
+    if _has_provider_fields(data):
+        return "its provider metadata and redacted thinking are edited on the raw tab"
     state = scenario_to_state(data)
     for name, value in flatten(state).items():
         if ("\n" in value or "\r" in value) and name.rsplit("-", 1)[-1] not in MULTILINE_FIELDS:

@@ -295,7 +295,9 @@ def make_server(name: str, port: int) -> Server:
         command = ["node", str(AIMOCK_CLI), "-p", str(port), "-h", HOST, "-f", str(fixture), "--log-level", "warn"]
         return Server(name, command, WORK, dict(os.environ), port)
     if name.endswith("daphne"):
-        command = [str(BIN / "daphne"), "-b", HOST, "-p", str(port), app]
+        # As `make run` starts it (harnessweb/serve.py); the bare app runs from BENCH, where only daphne is at hand.
+        serve = [str(BIN / "python"), "-m", "harnessweb.serve"] if name == "daphne" else [str(BIN / "daphne")]
+        command = [*serve, "-b", HOST, "-p", str(port), app]
     else:
         command = [str(BIN / "uvicorn"), "--host", HOST, "--port", str(port)]
         command += ["--loop", "uvloop", "--http", "httptools", "--no-access-log", app]

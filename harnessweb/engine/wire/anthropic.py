@@ -2,8 +2,8 @@
 
 The stream is shaped after real recordings: ``message_start``, then per block ``content_block_start`` (a ``ping``
 after the first), deltas (``text_delta``, ``thinking_delta`` then one ``signature_delta``, ``input_json_delta``
-starting with an empty one), ``content_block_stop``, then ``message_delta`` with the stop reason and
-``message_stop``. Each event is ``event: NAME\\ndata: JSON\\n\\n``.
+starting with an empty one; none for ``redacted_thinking``, whole in its start), ``content_block_stop``, then
+``message_delta`` with the stop reason and ``message_stop``. Each event is ``event: NAME\\ndata: JSON\\n\\n``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from harnessweb.engine.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, prompt_words, short_id
+from harnessweb.engine.exchange import Block, ChatRequest, Failure, Message, Reply, Thinking, short_id
+from harnessweb.engine.tokens import prompt_tokens
 from harnessweb.engine.wire.common import (
     JSON_HEADERS,
     SSE_HEADERS,
@@ -36,7 +37,12 @@ PROTOCOL = "anthropic"
 LABEL = "Anthropic Messages"
 PATH = "/v1/messages"
 REQUEST_ID_HEADER = b"request-id"
-_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "stop_sequence": "stop_sequence",
+}
 
 
 def parse_request(body: Any) -> ChatRequest:
@@ -128,6 +134,10 @@ def _parse_message(raw: Any, i: int) -> Message:
                 raise WireError(f"{at}.thinking: Field required", f"{at}.thinking")
             signature = block.get("signature")
             thinking.append(Thinking(block["thinking"], signature if isinstance(signature, str) else None, at))
+        elif kind == "redacted_thinking" and role == "assistant":
+            # Sent back as served: its data is opaque (no text, no signature to check), but it must be there.
+            if not isinstance(block.get("data"), str):
+                raise WireError(f"{at}.data: Field required", f"{at}.data")
         elif kind == "tool_result":
             texts.append(text_of(block.get("content"), f"{at}.content", index_format="{}.{}"))
     # A user turn made only of tool results is the tool's answer, not the user speaking.
@@ -145,6 +155,20 @@ def _message_id(reply: Reply) -> str:
 def _tool_id(block: Block) -> str:
     # Authored ids are used verbatim; derived ones take Anthropic's prefix.
     return "toolu_" + block.call_id.removeprefix("call_") if block.derived_id else block.call_id
+
+
+def _input(arguments: str) -> Any:
+    """A tool call's input; ``{}`` for arguments that ``max_tokens`` cut before they closed (the stream carries the
+    partial JSON itself)."""
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {}
+
+
+def _met(reply: Reply) -> str | None:
+    """The stop sequence the answer met, if a request's ``stop_sequences`` cut it."""
+    return reply.cut()[1] or None
 
 
 def _event(name: bytes, data: dict[str, Any]) -> bytes:
@@ -179,6 +203,10 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
         if block.type == "text":
             opening: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": p} for p in text_chunks(reply, block.text)]
+        elif block.redacted:
+            # Redacted thinking comes whole in its content_block_start, with no deltas.
+            opening = {"type": "redacted_thinking", "data": block.redacted}
+            deltas = []
         elif block.type == "reasoning":
             opening = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [{"type": "thinking_delta", "thinking": p} for p in text_chunks(reply, block.text)]
@@ -209,7 +237,10 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
             b"message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": _STOP_REASONS[choice_finish(reply, reply.blocks)], "stop_sequence": None},
+                "delta": {
+                    "stop_reason": _STOP_REASONS[choice_finish(reply, reply.blocks)],
+                    "stop_sequence": _met(reply),
+                },
                 "usage": _message_usage(reply, reply.usage.output_tokens),
             },
         )
@@ -237,6 +268,8 @@ def encode_message(reply: Reply, model: str) -> Encoded:
     for block in reply.blocks:
         if block.type == "text":
             content.append({"type": "text", "text": block.text})
+        elif block.redacted:
+            content.append({"type": "redacted_thinking", "data": block.redacted})
         elif block.type == "reasoning":
             content.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
         else:
@@ -245,7 +278,7 @@ def encode_message(reply: Reply, model: str) -> Encoded:
                     "type": "tool_use",
                     "id": _tool_id(block),
                     "name": block.name,
-                    "input": orjson.loads(block.arguments),
+                    "input": _input(block.arguments),
                 }
             )
     body = {
@@ -255,7 +288,7 @@ def encode_message(reply: Reply, model: str) -> Encoded:
         "model": model,
         "content": content,
         "stop_reason": _STOP_REASONS[choice_finish(reply, reply.blocks)],
-        "stop_sequence": None,
+        "stop_sequence": _met(reply),
         "usage": _message_usage(reply, reply.usage.output_tokens),
     }
     return Encoded(200, JSON_HEADERS, (dumps(body),))
@@ -308,6 +341,8 @@ _ERROR_TYPES = {
     413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
+    502: "api_error",
+    503: "api_error",
     504: "timeout_error",
     529: "overloaded_error",
 }
@@ -333,12 +368,12 @@ def encode_error(
 
 
 def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
-    """A simulated HTTP failure (rate_limit, model_error, timeout) as Anthropic sends it."""
+    """A simulated HTTP failure as Anthropic sends it (``overloaded`` is its 529 ``overloaded_error``)."""
     headers = list(retry_headers(failure))
     if not failure.retryable:
         headers.append((b"x-should-retry", b"false"))
     return encode_error(
-        failure_http_status(failure),
+        failure_http_status(failure, overloaded=529),
         failure.message,
         extra=failure.error,
         headers=tuple(headers),
@@ -363,8 +398,8 @@ def parse_count_request(body: Any) -> ChatRequest:
 
 
 def encode_token_count(request: ChatRequest) -> Encoded:
-    """``POST /v1/messages/count_tokens``: ``{"input_tokens"}``, the prompt's words (deterministic)."""
-    return Encoded(200, JSON_HEADERS, (dumps({"input_tokens": prompt_words(request)}),))
+    """``POST /v1/messages/count_tokens``: ``{"input_tokens"}``, the prompt's tokens (deterministic)."""
+    return Encoded(200, JSON_HEADERS, (dumps({"input_tokens": prompt_tokens(request)}),))
 
 
 def encode_models(ids: list[str]) -> Encoded:

@@ -112,17 +112,23 @@ def argument_chunks(arguments: str) -> list[str]:
 
 
 def choice_finish(reply: Reply, blocks: list[Block] | tuple[Block, ...]) -> str:
-    """The neutral finish of one choice: ``length`` when authored, else ``tool_calls`` iff it calls a tool."""
+    """The neutral finish of one choice: ``length`` or ``stop_sequence`` when the request's limits cut it,
+    ``length`` when authored, else ``tool_calls`` iff it calls a tool."""
+    cut, _ = reply.cut(blocks[0].choice if blocks else 0)
+    if cut:
+        return cut
     if reply.finish == "length":
         return "length"
     return "tool_calls" if any(b.type == "tool_call" for b in blocks) else "stop"
 
 
 def by_choice(reply: Reply) -> dict[int, list[Block]]:
-    """The reply's blocks by choice (instruction mode gives each message its own), in order."""
+    """The reply's blocks by choice (instruction mode gives each message its own), in order, without redacted
+    thinking: only Anthropic has it, and its encoder does not group by choice."""
     groups: dict[int, list[Block]] = {}
     for block in reply.blocks:
-        groups.setdefault(block.choice, []).append(block)
+        if not block.redacted:
+            groups.setdefault(block.choice, []).append(block)
     return groups
 
 
@@ -141,9 +147,27 @@ def retry_headers(failure: Failure) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def failure_http_status(failure: Failure) -> int:
-    return {
-        "rate_limit": 429,
-        "timeout": 504,
-        "model_error": 500 if failure.retryable else 400,
-    }.get(failure.status, 500)
+_KIND_STATUS = {
+    "rate_limit": 429,
+    "timeout": 504,
+    "auth_error": 401,
+    "permission_error": 403,
+    "not_found": 404,
+    "bad_request": 400,
+    "request_too_large": 413,
+    "server_error": 500,
+    "bad_gateway": 502,
+    "unavailable": 503,
+    "overloaded": 503,  # Anthropic's own is 529
+}
+
+
+def failure_http_status(failure: Failure, overloaded: int = 503) -> int:
+    """The HTTP status of a failure: the scenario's ``failure_http_status``, else its kind's."""
+    if failure.http_status:
+        return failure.http_status
+    if failure.status == "model_error":
+        return 500 if failure.retryable else 400
+    if failure.status == "overloaded":
+        return overloaded
+    return _KIND_STATUS.get(failure.status, 500)

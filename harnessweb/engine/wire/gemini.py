@@ -44,8 +44,10 @@ _STATUS_NAMES = {
     404: "NOT_FOUND",
     405: "INVALID_ARGUMENT",
     413: "INVALID_ARGUMENT",
+    409: "ABORTED",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
+    502: "UNAVAILABLE",
     503: "UNAVAILABLE",
     504: "DEADLINE_EXCEEDED",
 }
@@ -288,9 +290,9 @@ def encode_error(
 
 
 def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
-    """A simulated HTTP failure (rate_limit, model_error, timeout) as Gemini sends it."""
+    """A simulated HTTP failure as Gemini sends it."""
     status = failure_http_status(failure)
-    if failure.status == "model_error" and failure.retryable:
+    if failure.status == "model_error" and failure.retryable and not failure.http_status:
         status = 503  # Gemini's retryable overload: UNAVAILABLE
     return encode_error(status, failure.message, extra=failure.error, headers=tuple(retry_headers(failure)))
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from harnessweb.engine.exchange import ChatRequest, Failure, Message, Reply, short_id
+from harnessweb.engine import tokens
+from harnessweb.engine.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
 from harnessweb.engine.wire.common import (
     CREATED,
     JSON_HEADERS,
@@ -107,6 +108,11 @@ def parse_request(body: Any) -> ChatRequest:
     )
 
 
+def _finish(reply: Reply, blocks: list[Block]) -> str:
+    finish = choice_finish(reply, blocks)
+    return "stop" if finish == "stop_sequence" else finish
+
+
 def _usage(reply: Reply) -> dict[str, int]:
     u = reply.usage
     return {
@@ -120,9 +126,16 @@ def _completion_id(reply: Reply) -> str:
     return f"chatcmpl-{short_id(reply.id_seed or 'harness')}"
 
 
+def _logprobs(text: str, top: int | None, start: int = 0) -> dict[str, Any]:
+    return {"content": tokens.logprobs(text, top or 0, start), "refusal": None}
+
+
 @lru_cache(maxsize=2048)
-def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
-    """The SSE frames of a streamed answer, one per chunk; cached, since a turn's bytes never change."""
+def encode_stream(reply: Reply, model: str, include_usage: bool, top_logprobs: int | None = None) -> Encoded:
+    """The SSE frames of a streamed answer, one per chunk; cached, since a turn's bytes never change.
+
+    ``top_logprobs`` (None: the request asks for no log-probabilities) gives each content chunk its tokens'
+    log-probabilities."""
     head = f'data: {{"id":"{_completion_id(reply)}","object":"chat.completion.chunk","created":{CREATED},'
     head = head.encode() + b'"model":' + dumps(model) + b',"system_fingerprint":null,'
     # With include_usage, every chunk but the last carries "usage": null, as the real API sends it.
@@ -161,10 +174,21 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
             deltas[0] = ({"role": "assistant", **deltas[0][0]}, deltas[0][1])
         else:
             deltas = [({"role": "assistant", "content": ""}, None)]
-        frames += [frame({"index": index, "delta": delta, "finish_reason": None}) for delta, _ in deltas]
+        counted = 0  # the tokens of the choice's content so far: where a chunk's log-probabilities start
+        for delta, _ in deltas:
+            choice: dict[str, Any] = {"index": index, "delta": delta}
+            if top_logprobs is not None:
+                content = delta.get("content") or ""
+                choice["logprobs"] = _logprobs(content, top_logprobs, counted) if content else None
+                counted += tokens.count(content)
+            frames.append(frame({**choice, "finish_reason": None}))
         pieces += [piece for _, piece in deltas]
-    for index, blocks in groups.items():
-        frames.append(frame({"index": index, "delta": {}, "finish_reason": choice_finish(reply, blocks)}))
+    if reply.single_finish:  # instruction mode (seed 004): one finish chunk after all the messages
+        finish = "length" if any(reason == "length" for _, reason, _ in reply.cuts) else "stop"
+        frames.append(frame({"index": 0, "delta": {}, "finish_reason": finish}))
+    else:
+        for index, blocks in groups.items():
+            frames.append(frame({"index": index, "delta": {}, "finish_reason": _finish(reply, blocks)}))
     if include_usage:
         frames.append(head + b'"choices":[],"usage":' + dumps(_usage(reply)) + b"}\n\n")
     frames.append(DONE)
@@ -173,7 +197,7 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
 
 
 @lru_cache(maxsize=2048)
-def encode_completion(reply: Reply, model: str) -> Encoded:
+def encode_completion(reply: Reply, model: str, top_logprobs: int | None = None) -> Encoded:
     """A non-streamed ``chat.completion`` object."""
     choices = []
     for index, blocks in by_choice(reply).items():
@@ -189,8 +213,9 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
             message["reasoning"] = reasoning
         if calls:
             message["tool_calls"] = calls
+        logprobs = _logprobs(text, top_logprobs) if top_logprobs is not None else None
         choices.append(
-            {"index": index, "message": message, "logprobs": None, "finish_reason": choice_finish(reply, blocks)}
+            {"index": index, "message": message, "logprobs": logprobs, "finish_reason": _finish(reply, blocks)}
         )
     body = {
         "id": _completion_id(reply),
@@ -207,17 +232,30 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
 def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     """The answer as the request asked for it: streamed or not."""
     if request.stream:
-        return encode_stream(reply, request.model, request.include_usage)
-    return encode_completion(reply, request.model)
+        return encode_stream(reply, request.model, request.include_usage, request.logprobs)
+    return encode_completion(reply, request.model, request.logprobs)
 
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "invalid_request_error",
     404: "invalid_request_error",
+    409: "invalid_request_error",
     413: "invalid_request_error",
+    422: "invalid_request_error",
     429: "requests",
     500: "server_error",
+    502: "server_error",
+    503: "server_error",
     504: "timeout",
+}
+# The ``code`` a failure kind carries, as the real API's (other kinds carry their own name).
+_FAILURE_CODES = {
+    "rate_limit": "rate_limit_exceeded",
+    "auth_error": "invalid_api_key",
+    "permission_error": "unsupported_country_region_territory",
+    "not_found": "model_not_found",
 }
 
 
@@ -244,7 +282,7 @@ def encode_error(
 
 
 def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
-    """A simulated HTTP failure (rate_limit, model_error, timeout) as OpenAI sends it.
+    """A simulated HTTP failure as OpenAI sends it.
 
     ``request_id`` keeps the signature the same on both protocols; OpenAI carries it only in ``x-request-id``.
     """
@@ -252,7 +290,7 @@ def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
     headers = list(retry_headers(failure))
     if not failure.retryable:
         headers.append((b"x-should-retry", b"false"))
-    code = {"rate_limit": "rate_limit_exceeded", "timeout": "timeout"}.get(failure.status, failure.status)
+    code = _FAILURE_CODES.get(failure.status, failure.status)
     return encode_error(status, failure.message, code=code, extra=failure.error, headers=tuple(headers))
 
 

@@ -181,9 +181,12 @@ def _item_id(prefix: str, response_id: str, index: int) -> str:
 
 
 def _items(reply: Reply, response_id: str) -> list[tuple[Block, dict[str, Any]]]:
-    """Each block as its finished output item (instruction mode's choices follow one another)."""
+    """Each block as its finished output item (instruction mode's choices follow one another); redacted thinking,
+    which the Responses API does not have, is left out."""
     items = []
     for index, block in enumerate(reply.blocks):
+        if block.redacted:
+            continue
         if block.type == "reasoning":
             item: dict[str, Any] = {
                 "id": _item_id("rs", response_id, index),
