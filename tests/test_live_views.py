@@ -521,3 +521,17 @@ def test_it_shows_a_request_of_odd_shapes_without_failing(admin_client):
     response = admin_client.get(f"/runs/{run.id}/")
     assert response.status_code == 200
     assert b"image_url" in response.content
+
+
+def test_it_describes_an_injected_broken_body_on_the_turn(admin_client):
+    run = make_played_run()
+    failure = {"status": "invalid_utf8", "attempt": 1, "of": 1, "message": "m", "retryable": True}
+    make_events(
+        run,
+        make_request(1),
+        ("failure_injected", 1, failure),
+        ("response", 1, {"status": 200, "failure": "invalid_utf8", "stream": True, "dropped": False}),
+    )
+    page = admin_client.get(f"/runs/{run.id}/").content.decode()
+    assert "Injected invalid_utf8:" in page
+    assert "an answer with bytes that are not UTF-8 (invalid_utf8), HTTP 200" in page

@@ -16,7 +16,7 @@ from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.engine.schemas import ScenarioTurn
 from harnessweb.engine.wire.common import WireError
 from harnessweb.text import plural, pretty_json
-from runs_app.live.resilience import format_ms
+from runs_app.live.resilience import describe, format_ms
 from runs_app.models import Run, RunEvent
 from scenarios_app.models import Scenario
 
@@ -290,6 +290,7 @@ def response_panel(event: RunEvent) -> dict[str, Any]:
     return {
         "seq": event.seq,
         "failure": data.get("failure", ""),
+        "described": describe(str(data.get("failure", ""))),
         "dropped": bool(data.get("dropped")),
         "status": data.get("status"),
         "stream": data.get("stream"),

@@ -133,6 +133,11 @@ def _turn_label(turn: int | None) -> str:
     return f"turn {turn}" if turn is not None else "an unknown turn"
 
 
+def describe(status: str) -> str:
+    """How a failure that is no provider error reads (``""`` for a provider error: its HTTP status says it)."""
+    return _DESCRIBED.get(status, "")
+
+
 def _what_failed(status: str, http_status: int | None, received: bool) -> str:
     if status in _DESCRIBED and (received or status != SLOW_FIRST_BYTE):
         return _DESCRIBED[status]
