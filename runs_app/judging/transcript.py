@@ -1,0 +1,112 @@
+"""A run's events read as a judge reads them (the pure half of seed 001's ``fromDatabase``): the conversation the
+last request carried plus the answer it got, and the timeline in words (requests, answers, tool calls, injected
+failures, refusals, disconnects).
+
+Pure: it takes events as plain dicts (``kind``, ``turn``, ``data``), so it is tested without a database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harnessweb.engine import wire
+from runs_app.judging.verdicts import TranscriptMessage
+
+# A timeline line quotes at most this much of a text.
+QUOTE_CHARS = 300
+
+
+def _quote(text: Any) -> str:
+    text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "…"
+
+
+def _parsed(data: Mapping[str, Any]) -> Any:
+    """The neutral request a recorded request event carried, or None when its body is not a conversation."""
+    protocol = wire.for_path(str(data.get("path", ""))) or wire.BY_NAME.get(str(data.get("protocol", "")))
+    body = data.get("body")
+    if protocol is None or not isinstance(body, dict):
+        return None
+    try:
+        return protocol.parse_request(body)
+    except Exception:  # a body the endpoint refused (the run records it too): nothing to read as a conversation
+        return None
+
+
+def _calls(calls: Any) -> list[str]:
+    if not isinstance(calls, list):
+        return []
+    return [f"{call.get('name', '?')}({_quote(call.get('arguments', ''))})" for call in calls if isinstance(call, dict)]
+
+
+def _answer(data: Mapping[str, Any]) -> str:
+    """An answer event's text and tool calls, as one assistant message ("" for a failed attempt)."""
+    if data.get("failure"):
+        return ""
+    parts = [str(data["text"])] if data.get("text") else []
+    parts += [f"(calls {call})" for call in _calls(data.get("tool_calls"))]
+    return "\n".join(parts)
+
+
+def conversation(events: Iterable[Mapping[str, Any]]) -> list[TranscriptMessage]:
+    """The conversation as the last request sent it (system prompt first), then the answer that request got."""
+    last_request = None
+    answer = ""
+    for event in events:
+        data = event.get("data") or {}
+        if event.get("kind") == "request":
+            parsed = _parsed(data)
+            if parsed is not None:
+                last_request, answer = parsed, ""
+        elif event.get("kind") == "response" and last_request is not None:
+            answer = _answer(data) or answer
+    if last_request is None:
+        return []
+    messages = [TranscriptMessage("system", last_request.system)] if last_request.system else []
+    messages += [TranscriptMessage(m.role, m.text) for m in last_request.messages]
+    if answer:
+        messages.append(TranscriptMessage("assistant", answer))
+    return messages
+
+
+def _describe(kind: str, data: Mapping[str, Any]) -> str | None:
+    if kind == "request":
+        parsed = _parsed(data)
+        said = f": the user said «{_quote(parsed.last_user)}»" if parsed is not None and parsed.last_user else ""
+        return f"request {data.get('method', 'POST')} {data.get('path', '')}{said}"
+    if kind == "match":
+        if data.get("scenario"):
+            return f"answered by scenario {data['scenario']}"
+        return f"answered by {data.get('mode') or 'the endpoint'}"
+    if kind == "validation":
+        return None if data.get("ok", True) else f"validation problem: {_quote(data.get('problem', ''))}"
+    if kind == "failure_injected":
+        attempt = f" (attempt {data['attempt']} of {data['of']})" if data.get("attempt") and data.get("of") else ""
+        return f"injected failure {data.get('status')}{attempt}: {_quote(data.get('message') or '')}"
+    if kind == "response":
+        if data.get("failure"):
+            how = "connection dropped" if data.get("dropped") else f"HTTP {data.get('status')}"
+            return f"failed response: {how} ({data['failure']})"
+        said = [f"text «{_quote(data['text'])}»"] if data.get("text") else []
+        said += [f"tool call {call}" for call in _calls(data.get("tool_calls"))]
+        finish = f", finish {data['finish_reason']}" if data.get("finish_reason") else ""
+        return f"answer: {'; '.join(said) or 'empty'}{finish}"
+    if kind == "rejected":
+        return f"refused with HTTP {data.get('status')}: {_quote(data.get('message', ''))}"
+    if kind == "client_disconnected":
+        return f"the client disconnected after {data.get('after_ms')} ms"
+    return f"{kind}: {_quote(dict(data))}"
+
+
+def timeline(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per event that says something ("turn 2 · injected failure rate_limit (attempt 1 of 2): …")."""
+    lines = []
+    for event in events:
+        line = _describe(str(event.get("kind", "")), event.get("data") or {})
+        if line is not None:
+            turn = event.get("turn")
+            lines.append(f"turn {turn} · {line}" if turn else line)
+    return lines
