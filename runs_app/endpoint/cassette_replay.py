@@ -1,0 +1,201 @@
+"""Cassettes through the fake endpoint: a request that names one (``X-Harness-Cassette``, ``X-Harness-Record``, or a
+scenario's ``cassette``) is replayed from a stored :class:`~runs_app.models.Cassette` byte for byte, or forwarded to
+the real provider (``HARNESS_UPSTREAM_<PROVIDER>_URL``), streamed back chunk by chunk as it arrives and stored as a
+cassette with its secrets redacted. ``HARNESS_VCR_MODE`` and ``HARNESS_VCR_STRICT`` decide which
+(:func:`harnessweb.engine.vcr.plan`); the matching and the bytes are the pure :mod:`harnessweb.engine.vcr`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import httpx2
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.utils import timezone
+from pydantic import ValidationError
+
+from harnessweb.engine import vcr
+from harnessweb.engine.routes import CASSETTE_HEADER, RECORD_HEADER
+from runs_app.ci.cassettes import CassetteFile, cassette_file_name, leaked_secrets, parse_cassette_name
+from runs_app.endpoint.recorder import get_recorder
+from runs_app.lifecycle import Replied, next_status
+from runs_app.models import Cassette, Provider
+from runs_app.redaction import SECRET_HEADERS
+from scenarios_app.catalog import cached_catalog, current_catalog
+
+# The provider whose real API a protocol's requests are forwarded to: HARNESS_UPSTREAM_<PROVIDER>_URL.
+UPSTREAM_OF = {"openai": "openai", "responses": "openai", "completions": "openai", "anthropic": "anthropic"}
+UPSTREAM_TIMEOUT = httpx2.Timeout(300.0, connect=10.0)
+
+
+def upstream_provider(protocol: str) -> str:
+    return UPSTREAM_OF.get(protocol, protocol)
+
+
+async def intercept(consumer: Any, body: bytes) -> bool:
+    """Answer a request whose headers name a cassette (True), or leave it to the engine (False)."""
+    consumer.raw_body = body  # a scenario that names a cassette may need to forward it, after parsing
+    recording = consumer.headers.get(RECORD_HEADER, "").strip()
+    named = recording or consumer.headers.get(CASSETTE_HEADER, "").strip()
+    if not named:
+        return False
+    return await answer(consumer, named, body, record=bool(recording)) is not None
+
+
+async def from_scenario(consumer: Any, scenario_id: str | None) -> bool:
+    """Answer a request whose scenario names a cassette (True), or leave it to the scenario (False)."""
+    if not scenario_id:
+        return False
+    catalog = cached_catalog() or await sync_to_async(current_catalog)()
+    scenario = catalog.by_id.get(scenario_id)
+    if scenario is None or not scenario.cassette:
+        return False
+    status = await answer(consumer, scenario.cassette, getattr(consumer, "raw_body", b""), record=False)
+    if status is None:
+        return False
+    run = consumer.run
+    if run is not None:  # the run's request, match and validation are recorded already: its response too
+        recorder = get_recorder()
+        recorder.event(run, "response", consumer.turn, {"status": status, "cassette": scenario.cassette})
+        change = next_status(run.status, Replied("", (), True)) if status < 400 else None
+        if change is not None:
+            finished = {"finished_at": timezone.now()} if change.finished else {}
+            recorder.update(run, status=change.status, status_reason=change.reason, **finished)
+    return True
+
+
+async def answer(consumer: Any, name: str, body: bytes, *, record: bool) -> int | None:
+    """Replay, record or refuse, as the mode says, and return the status sent; None lets the engine answer."""
+    stored = await sync_to_async(load)(name)
+    if isinstance(stored, str):  # stored, but not a cassette
+        return await refuse(consumer, 400, stored, CASSETTE_HEADER)
+    mode, strict = settings.HARNESS_VCR_MODE, settings.HARNESS_VCR_STRICT
+    action = vcr.plan(mode, exists=stored is not None, record=record, strict=strict)
+    if action == "engine":
+        return None
+    if action == "missing":
+        message = (
+            f"Cassette '{name}' is not stored (HARNESS_VCR_STRICT is on): upload it (POST /api/cassettes) or record "
+            f"it ({RECORD_HEADER} with the provider's HARNESS_UPSTREAM_<PROVIDER>_URL set)"
+        )
+        return await refuse(consumer, 404, message, CASSETTE_HEADER)
+    method, path = consumer.scope["method"], consumer.scope["path"]
+    if action == "replay":
+        assert stored is not None
+        sent = vcr.read_body(body)
+        index = vcr.find(stored[1], method, path, sent)
+        if index is not None:
+            return await send_replay(consumer, vcr.replay(stored[1]["interactions"][index]))
+        if vcr.on_mismatch(mode, strict=strict) == "refuse":
+            return await refuse(consumer, 400, vcr.mismatch_message(stored[0], stored[1], method, path, sent))
+    return await forward(consumer, stored[0] if stored else name, body)
+
+
+async def refuse(consumer: Any, status: int, message: str, param: str | None = None) -> int:
+    await consumer.reply(consumer._error(status, message, param))
+    return status
+
+
+def _latest(name: str) -> Cassette | None:
+    return Cassette.objects.filter(name__in=vcr.cassette_names(name)).order_by("-uploaded_at", "-id").first()
+
+
+def load(name: str) -> tuple[str, dict[str, Any]] | str | None:
+    """The newest stored cassette of that name (with or without ``.json``) as ``(name, cassette)``; None when none
+    is stored; a message when the stored bytes are not a cassette."""
+    row = _latest(name)
+    if row is None:
+        return None
+    try:
+        data = json.loads(bytes(row.content))
+        CassetteFile.model_validate(data)
+    except (ValueError, ValidationError) as exc:
+        return f"Cassette '{row.name}' (#{row.pk}) is stored but is not a VCR cassette: {str(exc)[:300]}"
+    return row.name, data
+
+
+async def send_replay(consumer: Any, replay: vcr.Replay) -> int:
+    """The recorded response as the provider sent it: its status and headers, then each recorded chunk as a frame."""
+    await consumer.send_headers(status=replay.status, headers=list(replay.headers))
+    for chunk in replay.chunks:
+        await consumer.send_body(chunk, more_body=True)
+    await consumer.send_body(b"", more_body=False)
+    return replay.status
+
+
+# -- recording -------------------------------------------------------------------------------------------------------
+
+
+def forwarded_headers(scope_headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """The request's headers as sent to the provider: the harness's own and the connection's left out, and the
+    body asked for unencoded, so the chunks recorded are the chunks sent on."""
+    headers = []
+    for raw_name, raw_value in scope_headers:
+        name = raw_name.decode("latin-1").lower()
+        if name.startswith("x-harness-") or name in vcr.CONNECTION_HEADERS or name in ("host", "accept-encoding"):
+            continue
+        headers.append((name, raw_value.decode("latin-1")))
+    return [*headers, ("accept-encoding", "identity")]
+
+
+async def forward(consumer: Any, name: str, body: bytes) -> int:
+    """Send the request to the real provider, stream its answer back unchanged as it arrives, and store the exchange
+    as a cassette (before the last frame, so a client that has read the answer can replay it at once)."""
+    provider = upstream_provider(consumer.protocol.PROTOCOL)
+    base = settings.HARNESS_UPSTREAM.get(provider, "")
+    if not base:
+        message = (
+            f"Recording cassette '{name}' needs the provider's address: set HARNESS_UPSTREAM_{provider.upper()}_URL "
+            "(its scheme and host, e.g. https://api.openai.com; the request's path is appended) where the harness runs"
+        )
+        return await refuse(consumer, 400, message, RECORD_HEADER)
+    method, query = consumer.scope["method"], consumer.scope.get("query_string", b"").decode("latin-1")
+    url = base.rstrip("/") + consumer.scope["path"] + (f"?{query}" if query else "")
+    headers = forwarded_headers(consumer.scope["headers"])
+    started, chunks = False, []
+    try:
+        async with (
+            httpx2.AsyncClient(timeout=UPSTREAM_TIMEOUT) as client,
+            client.stream(method, url, headers=headers, content=body) as response,
+        ):
+            received = response.headers.multi_items()
+            await consumer.send_headers(status=response.status_code, headers=list(vcr.sendable_headers(received)))
+            started = True
+            async for chunk in response.aiter_bytes():
+                if chunk:
+                    chunks.append(chunk)
+                    await consumer.send_body(chunk, more_body=True)
+    except httpx2.HTTPError as exc:
+        if started:  # the provider broke off: the client gets what came, nothing is stored
+            await consumer.send_body(b"", more_body=False)
+            return response.status_code
+        message = f"Recording cassette '{name}': the provider at {vcr.redact_url(url)} could not be reached ({exc})"
+        return await refuse(consumer, 502, message)
+    interaction = {
+        "request": vcr.recorded_request(method, url, headers, body, SECRET_HEADERS),
+        "response": vcr.recorded_response(response.status_code, received, chunks, SECRET_HEADERS),
+    }
+    await sync_to_async(store)(name, interaction, provider)
+    await consumer.send_body(b"", more_body=False)
+    return response.status_code
+
+
+def store(name: str, interaction: dict[str, Any], provider: str) -> Cassette:
+    """Add a recorded interaction to the cassette of that name, stored as a new row (the newest of a name is the one
+    replayed; earlier ones stay as they were uploaded or recorded)."""
+    latest = _latest(name)
+    previous = json.loads(bytes(latest.content)) if latest is not None else None
+    file_name = latest.name if latest is not None else cassette_file_name(vcr.file_name(name))[:300]
+    cassette = vcr.with_interaction(previous, file_name, interaction, timezone.now().isoformat(timespec="milliseconds"))
+    leaks = list(leaked_secrets(CassetteFile.model_validate(cassette)))
+    assert not leaks, leaks  # recorded_request / recorded_response redact every secret header
+    data = vcr.dump(cassette)
+    parsed = parse_cassette_name(file_name, Provider.objects.values_list("name", flat=True))
+    cassette_provider, scenario = parsed or (provider, file_name.removesuffix(".json"))
+    fields = {"name": file_name, "provider": cassette_provider[:100], "scenario": scenario[:200]}
+    digest = hashlib.sha256(data).hexdigest()
+    row, _ = Cassette.objects.get_or_create(digest=digest, defaults={**fields, "content": data, "size": len(data)})
+    return row
