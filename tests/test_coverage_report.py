@@ -14,7 +14,9 @@ import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import User
 
-from runs_app.coverage.report import DEFAULT_TIER_PATTERNS, Classifier, coverage_report, provider_coverage
+from runs_app.coverage import checks
+from runs_app.coverage.attribution import DEFAULT_TIER_PATTERNS, Classifier
+from runs_app.coverage.report import coverage_report, provider_coverage
 from runs_app.models import Cassette, JUnitReport, Provider, Run, TierRule, Waiver
 from runs_app.models import TestCaseResult as CaseResult  # an alias pytest does not try to collect
 from tests.conftest import make_ci_run, make_user
@@ -86,11 +88,22 @@ def make_case(run: Run, name: str, classname: str = "", outcome: str = "passed",
 
 
 def make_cases(run: Run, provider: str, tier: str, outcomes: list[str]) -> list[CaseResult]:
-    """Cases that say their provider and tier in their properties, as a CI that knows them uploads them."""
+    """Cases that say their provider and tier in their properties, as a CI that knows them uploads them; a tier the
+    seed splits into checks gets one case per check in turn (the first ``len(outcomes)`` of them, round)."""
+    covered = checks.names(tier) or ("case",)
     return [
-        make_case(run, f"{tier}_case_{i}", "suite", outcome, properties={"provider": provider, "tier": tier})
+        make_case(
+            run,
+            f"{tier}_{covered[i % len(covered)]}_{i}",
+            "suite",
+            outcome,
+            properties={"provider": provider, "tier": tier},
+        )  # fmt: skip
         for i, outcome in enumerate(outcomes)
     ]
+
+
+ALL_UNIT = ["passed"] * 6  # a case for each of tier 1's six checks
 
 
 def make_cassette(provider: str, scenario: str, name: str | None = None, **fields: Any) -> Cassette:
@@ -144,7 +157,8 @@ def test_it_seeds_the_openai_compatible_presets_with_three_cassettes_and_no_tier
 
 def test_it_seeds_tier_rules_matching_the_seed_test_files(registry):
     rules = {rule.tier: rule.patterns for rule in TierRule.objects.all()}
-    assert rules == DEFAULT_TIER_PATTERNS
+    # Error paths, a tier of their own since, take their default patterns (listed first, they win the tie).
+    assert rules == {tier: patterns for tier, patterns in DEFAULT_TIER_PATTERNS.items() if tier != "error_paths"}
     assert rules["conformance"] == ["provider_streaming", "provider_error_paths"]
 
 
@@ -162,15 +176,15 @@ def test_it_removes_what_it_seeded_when_the_migration_is_reversed(registry):
 def test_it_reports_every_provider_and_obligation_in_the_documented_shape(registry):
     report = coverage_report(today=TODAY)
     assert set(report) == {"obligations", "generated_at", "providers"}
-    assert report["obligations"] == ["unit", "contract", "conformance", "e2e", "cassettes"]
+    assert report["obligations"] == ["unit", "contract", "error_paths", "conformance", "e2e", "cassettes"]
     datetime.datetime.fromisoformat(report["generated_at"])
     assert {entry["name"] for entry in report["providers"]} >= {*NATIVES, *PRESETS}
     entry = next(entry for entry in report["providers"] if entry["name"] == "anthropic")
     assert set(entry) == {"name", "onboarding", "cells"}
     assert list(entry["cells"]) == report["obligations"]
     keys = {"state", "reason", "passed", "failed", "total", "commit", "date", "waiver", "evidence"}
-    assert set(entry["cells"]["unit"]) == keys
-    assert set(entry["cells"]["cassettes"]) == keys | {"count", "floor", "missing_scenarios"}
+    assert set(entry["cells"]["unit"]) == keys | {"checks"}
+    assert set(entry["cells"]["cassettes"]) == keys | {"count", "floor", "missing_scenarios", "scenarios"}
     assert set(entry["cells"]["unit"]["evidence"]) == {"test_case_ids", "cassette_ids"}
     assert json.loads(json.dumps(report)) == report
 
@@ -186,12 +200,20 @@ def test_it_shows_passing_failing_missing_waived_and_an_expired_waiver_for_one_p
 
     cells = cells_of("anthropic")
 
-    assert cells["unit"]["state"] == "passing"
+    # Three passing unit tests cover three of tier 1's six checks: the obligation is not met.
+    assert cells["unit"]["state"] == "failing"
     assert (cells["unit"]["passed"], cells["unit"]["failed"], cells["unit"]["total"]) == (3, 0, 3)
     assert cells["unit"]["evidence"]["test_case_ids"] == [case.pk for case in unit]
     assert cells["unit"]["commit"] == "abc123def456789"
     assert cells["unit"]["date"] == at(10).isoformat()
-    assert cells["unit"]["reason"] == "all 3 unit tests passed in the latest run (commit abc123def456)"
+    assert cells["unit"]["reason"] == (
+        "all 3 unit tests passed in the latest run (commit abc123def456), "
+        "but no passing test covers endpoint, tool_serialization, vcr_fixtures"
+    )
+    assert [(row["check"], row["state"]) for row in cells["unit"]["checks"]] == [
+        ("identity", "passing"), ("request_mapping", "passing"), ("auth", "passing"),
+        ("endpoint", "missing"), ("tool_serialization", "missing"), ("vcr_fixtures", "missing"),
+    ]  # fmt: skip
 
     # Waived: the counts and the reason stay those of the failure underneath.
     assert cells["contract"]["state"] == "waived"
@@ -232,7 +254,7 @@ def test_it_waives_a_missing_cell_until_the_day_the_waiver_expires(registry):
 
 
 def test_it_leaves_a_passing_cell_passing_whatever_its_waiver(registry):
-    make_cases(make_build(), "openai", "unit", ["passed"])
+    make_cases(make_build(), "openai", "unit", ALL_UNIT)
     make_waiver("openai", "unit", TODAY + datetime.timedelta(days=3))
     cell = cells_of("openai")["unit"]
     assert cell["state"] == "passing"
@@ -243,7 +265,7 @@ def test_it_takes_the_latest_run_so_a_failure_fixed_later_passes(registry):
     old = make_build(commit="old", started_at=at(1))
     make_cases(old, "gemini", "contract", ["failed", "failed"])
     new = make_build(commit="new", started_at=at(2))
-    fixed = make_cases(new, "gemini", "contract", ["passed", "passed"])
+    fixed = make_cases(new, "gemini", "contract", ["passed"] * 4)
     cell = cells_of("gemini")["contract"]
     assert cell["state"] == "passing"
     assert cell["commit"] == "new"
@@ -259,7 +281,7 @@ def test_it_takes_the_latest_run_so_a_later_failure_fails(registry):
 
 
 def test_it_takes_each_tier_from_its_own_latest_run(registry):
-    make_cases(make_build(commit="unit-run", started_at=at(1)), "cohere", "unit", ["passed"])
+    make_cases(make_build(commit="unit-run", started_at=at(1)), "cohere", "unit", ALL_UNIT)
     make_cases(make_build(commit="contract-run", started_at=at(2)), "cohere", "contract", ["failed"])
     cells = cells_of("cohere")
     assert (cells["unit"]["state"], cells["unit"]["commit"]) == ("passing", "unit-run")
@@ -267,11 +289,11 @@ def test_it_takes_each_tier_from_its_own_latest_run(registry):
 
 
 def test_it_counts_flaky_as_passing_and_says_so(registry):
-    make_cases(make_build(), "cohere", "unit", ["passed", "flaky", "skipped"])
-    cell = cells_of("cohere")["unit"]
+    make_cases(make_build(), "cohere", "e2e", ["passed", "flaky", "skipped"])
+    cell = cells_of("cohere")["e2e"]
     assert cell["state"] == "passing"
     assert (cell["passed"], cell["failed"], cell["total"]) == (2, 0, 3)
-    assert "2 of 3 unit tests passed and 1 skipped" in cell["reason"]
+    assert "2 of 3 e2e tests passed and 1 skipped" in cell["reason"]
     assert "1 flaky (failed, then passed on a rerun)" in cell["reason"]
 
 
@@ -349,9 +371,12 @@ def test_it_places_cases_without_properties_by_test_file_patterns_and_provider_w
 
     assert cells["unit"]["evidence"]["test_case_ids"] == [unit.pk]
     assert cells["contract"]["evidence"]["test_case_ids"] == [contract.pk]
-    # Error paths count toward conformance.
-    assert cells["conformance"]["evidence"]["test_case_ids"] == [streaming.pk, errors.pk]
-    assert cells["conformance"]["state"] == "failing"
+    # Error paths are a tier of their own; the failed case is the http_500 check's.
+    assert cells["conformance"]["evidence"]["test_case_ids"] == [streaming.pk]
+    assert cells["error_paths"]["evidence"]["test_case_ids"] == [errors.pk]
+    assert cells["error_paths"]["state"] == "failing"
+    assert cells["error_paths"]["checks"][0] == {"check": "http_500", "state": "failing", "passed": 0, "failed": 1}
+    assert [row["check"] for row in cells["unit"]["checks"] if row["state"] == "passing"] == ["identity", "auth"]
     assert cells["e2e"]["evidence"]["test_case_ids"] == [e2e.pk]
 
 
@@ -365,7 +390,7 @@ def test_it_prefers_properties_and_columns_to_name_patterns(registry):
     cells = cells_of("openai")
     assert cells["e2e"]["evidence"]["test_case_ids"] == [by_property.pk]
     assert cells["unit"]["evidence"]["test_case_ids"] == [by_column.pk]
-    assert cells["conformance"]["evidence"]["test_case_ids"] == [as_pairs.pk]
+    assert cells["error_paths"]["evidence"]["test_case_ids"] == [as_pairs.pk]
     assert cells_of("anthropic")["contract"]["state"] == "missing"
 
 
@@ -404,7 +429,8 @@ def test_it_computes_the_whole_grid_in_a_handful_of_queries(registry, django_ass
         for attempt in range(3):
             run = make_build(commit=f"{provider}-{attempt}", started_at=at(day, hour=attempt))
             for tier in ("unit", "contract", "conformance", "e2e"):
-                make_cases(run, provider, tier, ["passed", "failed" if attempt == 0 else "passed"])
+                outcomes = ["failed" if attempt == 0 else "passed"] + ["passed"] * 5
+                make_cases(run, provider, tier, outcomes)
             make_case(run, f"{provider}::simple_text", "provider_streaming")
         make_cassette(provider, "simple_text")
         make_waiver(provider, "e2e", TODAY)
@@ -434,15 +460,15 @@ def test_it_draws_the_grid_with_counts_colours_and_hover_reasons(admin_client, r
         "contract",
         ["passed", "failed", "passed", "failed", "passed"],
     )
-    make_cases(make_build(commit="abc123", started_at=at(4)), "anthropic", "unit", ["passed"] * 4)
+    make_cases(make_build(commit="abc123", started_at=at(4)), "anthropic", "unit", ["passed"] * 6)
     response = admin_client.get("/coverage/")
     assert response.status_code == 200
     html = response.content.decode()
     assert 'title="2 of 5 contract tests failed in the latest run (commit abc123)"' in html
-    assert 'title="All 4 unit tests passed in the latest run (commit abc123)"' in html
+    assert 'title="All 6 unit tests passed in the latest run (commit abc123)"' in html
     assert 'title="No e2e test results for anthropic in any uploaded run"' in html
     assert 'class="cell state-failing"' in html and 'class="cell state-passing"' in html
-    assert "3/5" in html and "4/4" in html
+    assert "3/5" in html and "6/6" in html
     assert 'href="/coverage/anthropic/contract/"' in html
     assert 'href="/coverage/kimi-for-coding/cassettes/"' in html
     # Works offline: every script and stylesheet is served by the app itself.

@@ -1,23 +1,9 @@
 """Provider test-obligation coverage: for each registered provider and obligation, a state and its evidence.
 
-Obligations are the four test tiers (unit, contract, conformance, e2e) and the VCR cassettes.
+Obligations are the test tiers (unit, contract, error paths, conformance, e2e) and the VCR cassettes.
 
-How a JUnit test case is attributed to a provider and a tier, field by field:
-
-- provider: the case's ``provider`` column, else its ``provider`` property, else the registered provider name that
-  appears as a word in ``"classname::name"`` (``name`` alone when there is no classname). "As a word" means not
-  preceded or followed by a letter or digit, case-insensitively, with ``-`` and ``_`` interchangeable (Rust test
-  names cannot hold a ``-``): ``anthropic`` is found in ``provider_streaming::anthropic::simple_text`` and in
-  ``checklist_anthropic_auth_key_flows_through``, ``kimi-for-coding`` in ``kimi_for_coding_simple_text``, and
-  ``zai`` is not found in ``zhipuai``. When several providers appear, the leftmost wins (the longest at the same
-  place), so ``provider_streaming::azure::azure_openai_simple_text`` is Azure's. A provider named by column or
-  property that is not registered makes the case count for nobody.
-- tier: the ``tier`` column, else the ``tier`` property (one of the four tiers, any case; ``error_paths`` and
-  ``streaming`` are read as conformance), else the tier whose ``TierRule`` pattern matches ``"classname::name"``
-  earliest (a regular expression searched case-insensitively; ties go to the tier listed first). Earliest, because
-  the classname names the test file or binary, which is what decides a tier: ``e2e_agent::provider_streaming_x``
-  is e2e, ``provider_streaming::e2e_x`` is conformance. A tier without a TierRule row uses the default patterns
-  below; a row with an empty list disables the fallback for that tier.
+How a JUnit test case is attributed to a provider and a tier: :mod:`runs_app.coverage.attribution`; which of a
+tier's checks it covers: :mod:`runs_app.coverage.checks`.
 
 Evidence for a tier cell is every case, attributed to that provider and tier, of the latest run (by ``started_at``)
 that has at least one; so a failure fixed in a later run no longer counts.
@@ -30,7 +16,6 @@ twice counts once). Every distinct scenario counts toward the floor, as the seed
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +24,20 @@ from django.utils import timezone
 
 from harnessweb.text import plural
 from runs_app.ci.cassettes import canonical_scenario, parse_cassette_name
-from runs_app.models import TIERS, Cassette, Provider, TestCaseResult, TierRule, Waiver
+from runs_app.coverage import checks
+from runs_app.coverage.attribution import (
+    CASE_TIERS,
+    DEFAULT_TIER_PATTERNS,
+    ERROR_PATHS,
+    Classifier,
+    properties_of,
+    tier_name,
+)
+from runs_app.models import Cassette, Provider, TestCaseResult, TierRule, Waiver
 
 CASSETTES = "cassettes"
-OBLIGATIONS: tuple[str, ...] = (*TIERS, CASSETTES)
+ALL_NATIVE = "\x00every native provider"  # the evidence key of unit cases that enumerate every native provider
+OBLIGATIONS: tuple[str, ...] = (*CASE_TIERS, CASSETTES)
 
 PASSING = "passing"
 FAILING = "failing"
@@ -50,94 +45,8 @@ MISSING = "missing"
 NOT_APPLICABLE = "not_applicable"
 WAIVED = "waived"
 
-# The same defaults the seed_providers migration writes into TierRule (see that migration for why error paths
-# count toward conformance and what the e2e pattern accepts).
-DEFAULT_TIER_PATTERNS: dict[str, list[str]] = {
-    "unit": ["provider_unit_checklist"],
-    "contract": ["provider_native_contract"],
-    "conformance": ["provider_streaming", "provider_error_paths"],
-    "e2e": ["(?<![a-z0-9])e2e_"],
-}
-# The seed numbers error paths and streaming as tiers of their own; a CI that says so still lands in the registry's.
-TIER_ALIASES = {"error_paths": "conformance", "streaming": "conformance"}
-
 _PASSED_OUTCOMES = {TestCaseResult.Outcome.PASSED, TestCaseResult.Outcome.FLAKY}
 _FAILED_OUTCOMES = {TestCaseResult.Outcome.FAILED, TestCaseResult.Outcome.ERROR}
-
-
-def _properties(raw: Any) -> dict[str, str]:
-    """JUnit properties as a dict, whether stored as a mapping or as a list of name/value pairs."""
-    if isinstance(raw, dict):
-        return {str(k).lower(): str(v) for k, v in raw.items() if v is not None}
-    result: dict[str, str] = {}
-    if isinstance(raw, list):
-        for item in raw:
-            if isinstance(item, dict) and "name" in item:
-                result[str(item["name"]).lower()] = str(item.get("value", ""))
-            elif isinstance(item, list | tuple) and len(item) == 2:
-                result[str(item[0]).lower()] = str(item[1])
-    return result
-
-
-def _tier_name(value: str | None) -> str | None:
-    value = (value or "").strip().lower()
-    value = TIER_ALIASES.get(value, value)
-    return value if value in TIERS else None
-
-
-class Classifier:
-    """Attributes JUnit cases to a (provider, tier) as the module docstring describes; memoised per test name."""
-
-    def __init__(self, provider_names: Iterable[str], tier_patterns: dict[str, list[str]]):
-        self.providers = {Provider.key(name): name for name in provider_names}
-        # Longest first, so that at one position the alternation prefers "kimi-for-coding" to a shorter "kimi".
-        alternatives = [
-            "[-_]".join(re.escape(part) for part in re.split(r"[-_]", key))
-            for key in sorted(self.providers, key=len, reverse=True)
-        ]
-        self._provider_re = (
-            re.compile(r"(?<![a-z0-9])(" + "|".join(alternatives) + r")(?![a-z0-9])", re.IGNORECASE)
-            if alternatives
-            else None
-        )
-        self._tier_res: list[tuple[str, re.Pattern[str]]] = []
-        for tier in TIERS:
-            for pattern in tier_patterns.get(tier, []):
-                try:
-                    self._tier_res.append((tier, re.compile(pattern, re.IGNORECASE)))
-                except re.error:
-                    # A broken pattern typed in the admin must not take the whole coverage page down.
-                    continue
-        self._by_text: dict[str, tuple[str | None, str | None]] = {}
-
-    def _from_text(self, text: str) -> tuple[str | None, str | None]:
-        if text not in self._by_text:
-            provider = None
-            if self._provider_re is not None and (match := self._provider_re.search(text)):
-                provider = self.providers[Provider.key(match.group(1))]
-            best: tuple[int, int] | None = None
-            for tier, pattern in self._tier_res:
-                if match := pattern.search(text):
-                    candidate = (match.start(), TIERS.index(tier))
-                    best = candidate if best is None else min(best, candidate)
-            self._by_text[text] = (provider, TIERS[best[1]] if best else None)
-        return self._by_text[text]
-
-    def attribute(
-        self, *, name: str, classname: str, provider: str = "", tier: str = "", properties: Any = None
-    ) -> tuple[str | None, str | None]:
-        """The registered provider name and tier a case counts for (either may be None: it counts for no cell)."""
-        props = _properties(properties)
-        text = f"{classname}::{name}" if classname else name
-        named_provider = provider or props.get("provider", "")
-        named_tier = _tier_name(tier) or _tier_name(props.get("tier"))
-        if named_provider and named_tier:
-            return self.providers.get(Provider.key(named_provider)), named_tier
-        guessed_provider, guessed_tier = self._from_text(text)
-        return (
-            self.providers.get(Provider.key(named_provider)) if named_provider else guessed_provider,
-            named_tier or guessed_tier,
-        )
 
 
 @dataclass
@@ -145,7 +54,7 @@ class _TierEvidence:
     run_id: Any
     commit: str
     started_at: datetime.datetime
-    cases: list[tuple[int, str]] = field(default_factory=list)  # (test case id, outcome)
+    cases: list[tuple[int, str, str | None]] = field(default_factory=list)  # (test case id, outcome, check)
 
 
 @dataclass
@@ -160,7 +69,7 @@ class _Inputs:
 def _tier_patterns() -> dict[str, list[str]]:
     patterns = {tier: list(default) for tier, default in DEFAULT_TIER_PATTERNS.items()}
     for rule in TierRule.objects.all():
-        tier = _tier_name(rule.tier)
+        tier = tier_name(rule.tier)
         if tier is not None:
             patterns[tier] = [p for p in (rule.patterns or []) if isinstance(p, str) and p]
     return patterns
@@ -189,14 +98,23 @@ def _collect_tier_evidence(classifier: Classifier) -> dict[tuple[str, str], _Tie
         provider_name, tier_name = classifier.attribute(
             name=name, classname=classname, provider=provider, tier=tier, properties=properties
         )
-        if provider_name is None or tier_name is None:
+        if tier_name is None:
             continue
+        if provider_name is None:
+            # The seed's checklist tests that enumerate every native provider in one test (identity, default
+            # endpoints, the cassette floor) name none: they count toward each native provider's checks.
+            text = f"{classname}::{name}" if classname else name
+            if tier_name != "unit" or not checks.enumerates_providers(text):
+                continue
+            provider_name = ALL_NATIVE
         key = (provider_name, tier_name)
         found = evidence.get(key)
         if found is None:
             found = evidence[key] = _TierEvidence(run_id=run_id, commit=commit or "", started_at=started_at)
         if found.run_id == run_id:
-            found.cases.append((case_id, outcome))
+            text = f"{classname}::{name}" if classname else name
+            check = checks.check_of(tier_name, text, properties_of(properties).get("check", ""))
+            found.cases.append((case_id, outcome, check))
     return evidence
 
 
@@ -255,14 +173,48 @@ def _cell(state: str, reason: str, **values: Any) -> dict[str, Any]:
     }
 
 
-def _tier_cell(provider: Provider, tier: str, evidence: _TierEvidence | None) -> dict[str, Any]:
-    required = tier in (provider.required_tiers or [])
+def _required(provider: Provider, tier: str) -> bool:
+    """Whether a provider owes a tier; error paths are owed wherever conformance is (the seed lets OpenAI-compatible
+    presets off both), unless named on their own."""
+    owed = provider.required_tiers or []
+    return tier in owed or (tier == ERROR_PATHS and "conformance" in owed)
+
+
+def _check_rows(tier: str, cases: list[tuple[int, str, str | None]]) -> list[dict[str, Any]]:
+    """Each of the tier's checks with its cases' tally: passing once a case covering it passed and none failed."""
+    rows = []
+    for check in checks.names(tier):
+        outcomes = [outcome for _, outcome, covered in cases if covered == check]
+        passed = sum(outcome in _PASSED_OUTCOMES for outcome in outcomes)
+        failed = sum(outcome in _FAILED_OUTCOMES for outcome in outcomes)
+        state = FAILING if failed else PASSING if passed else MISSING
+        rows.append({"check": check, "state": state, "passed": passed, "failed": failed})
+    return rows
+
+
+def _tier_cell(
+    provider: Provider, tier: str, evidence: _TierEvidence | None, shared: _TierEvidence | None = None
+) -> dict[str, Any]:
+    """A tier's cell: its tests' state (:func:`_tier_state`), then each of its checks (a passing tier whose checks
+    are not all covered fails, naming them). ``shared``: the unit cases that enumerate every native provider."""
+    cell = _tier_state(provider, tier, evidence)
+    covering = (evidence.cases if evidence else []) + (shared.cases if shared and tier == "unit" else [])
+    cell["checks"] = _check_rows(tier, covering)
+    uncovered = [row["check"] for row in cell["checks"] if row["state"] == MISSING]
+    if cell["state"] == PASSING and uncovered:
+        cell["state"] = FAILING
+        cell["reason"] += f", but no passing test covers {', '.join(uncovered)}"
+    return cell
+
+
+def _tier_state(provider: Provider, tier: str, evidence: _TierEvidence | None) -> dict[str, Any]:
+    required = _required(provider, tier)
     if evidence is None:
         if not required:
             return _cell(NOT_APPLICABLE, f"{tier} tests are not required for {_kind(provider)}")
         return _cell(MISSING, f"no {tier} test results for {provider.name} in any uploaded run")
 
-    outcomes = [outcome for _, outcome in evidence.cases]
+    outcomes = [outcome for _, outcome, _ in evidence.cases]
     total = len(outcomes)
     passed = sum(outcome in _PASSED_OUTCOMES for outcome in outcomes)
     errors = outcomes.count(TestCaseResult.Outcome.ERROR)
@@ -302,7 +254,7 @@ def _tier_cell(provider: Provider, tier: str, evidence: _TierEvidence | None) ->
         total=total,
         commit=evidence.commit,
         date=evidence.started_at.isoformat(),
-        test_case_ids=[case_id for case_id, _ in evidence.cases],
+        test_case_ids=[case_id for case_id, _, _ in evidence.cases],
     )
 
 
@@ -339,7 +291,7 @@ def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> di
         else:
             reason = f"{plural(count, 'cassette')} of floor {floor}"
         cell = _cell(FAILING, reason, **values)
-    cell.update(count=count, floor=floor, missing_scenarios=missing)
+    cell.update(count=count, floor=floor, missing_scenarios=missing, scenarios=sorted(present))
     return cell
 
 
@@ -373,8 +325,9 @@ def _fetch(providers: list[Provider], names: list[str]) -> _Inputs:
 
 def _provider_entry(provider: Provider, inputs: _Inputs, today: datetime.date) -> dict[str, Any]:
     cells: dict[str, dict[str, Any]] = {}
-    for tier in TIERS:
-        cells[tier] = _tier_cell(provider, tier, inputs.tiers.get((provider.name, tier)))
+    shared = inputs.tiers.get((ALL_NATIVE, "unit")) if provider.onboarding == Provider.Onboarding.NATIVE else None
+    for tier in CASE_TIERS:
+        cells[tier] = _tier_cell(provider, tier, inputs.tiers.get((provider.name, tier)), shared)
     cells[CASSETTES] = _cassette_cell(provider, inputs.cassettes.get(provider.name, {}))
     for obligation, cell in cells.items():
         _apply_waiver(cell, inputs.waivers.get((provider.pk, obligation), []), today)
@@ -387,7 +340,9 @@ def coverage_report(today: datetime.date | None = None) -> dict[str, Any]:
     Shape: ``{"obligations": [...], "generated_at": iso, "providers": [{"name", "onboarding", "cells":
     {obligation: cell}}]}``; a cell is ``{"state", "reason", "passed", "failed", "total", "commit", "date",
     "waiver", "evidence": {"test_case_ids", "cassette_ids"}}`` and the cassettes cell adds ``count``, ``floor`` and
-    ``missing_scenarios``. ``today`` decides which waivers are still running (default: the local date).
+    ``missing_scenarios`` and ``scenarios`` (those it has); a tier's cell adds ``checks``, each of the seed's
+    checks in that tier (``{"check", "state", "passed", "failed"}``). ``today`` decides which waivers are still
+    running (default: the local date).
     Runs five queries whatever the number of providers, runs or cases.
     """
     today = today or timezone.localdate()
