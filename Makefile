@@ -6,8 +6,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # The PostgreSQL the backend tests run on (pytest-django creates and drops test_<name>).
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/harness
+# The Redis the cluster tests' workers share (database 15, apart from a default one).
+REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: setup browser clients migrate examples run serve-fast test lint format screenshots bench clean
+.PHONY: setup browser clients migrate examples run serve-fast serve-cluster test lint format screenshots bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +56,17 @@ serve-fast: examples
 	$(BIN)/uvicorn --host $(HOST) --port $(PORT) --loop uvloop --http httptools --no-access-log \
 		harnessweb.asgi:application
 
+# WORKERS uvicorn workers on one port, sharing PostgreSQL (DATABASE_URL) and Redis (REDIS_URL): both are checked
+# first, and migrations run once, here, not in each worker. On several hosts: the same two URLs on each, any load
+# balancer in front.
+WORKERS ?= 2
+serve-cluster: setup
+	@$(BIN)/python manage.py check_cluster
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py load_scenarios scenarios_app/examples
+	$(BIN)/uvicorn --host $(HOST) --port $(PORT) --workers $(WORKERS) --loop uvloop --http httptools \
+		--no-access-log harnessweb.asgi:application
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -64,8 +77,8 @@ format: setup
 
 test: lint browser clients
 	$(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/pytest -q
-	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -m backends -p no:cacheprovider
+	$(BIN)/pytest -q -m "not cluster"
+	DATABASE_URL=$(PG_TEST_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/pytest -q -m "backends or cluster" -p no:cacheprovider
 
 # Refresh the screenshots in docs/ (the browser tests take them).
 screenshots: setup browser

@@ -6,6 +6,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from harnessweb.engine.vcr import parse_mode as parse_vcr_mode
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -134,8 +136,31 @@ if HARNESS_UNMATCHED not in ("lorem", "error"):
 # the database on every request instead, for hosts that share the database but not a file system).
 HARNESS_CATALOG_STAMP = os.environ.get("HARNESS_CATALOG_STAMP", "")
 HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
+# Events kept in memory while the database is unreachable; beyond it the oldest are dropped, and counted on their run.
+HARNESS_RECORDER_BUFFER = envint("HARNESS_RECORDER_BUFFER", 100_000)
 # Key for the deterministic signatures of thinking blocks (not a secret: a test fixture).
 HARNESS_SIGNATURE_KEY = os.environ.get("HARNESS_SIGNATURE_KEY", "scenario-harness-thinking-signature")
+# Cassettes (seed 003's VCR modes): playback replays stored ones, record forwards to the real provider and stores
+# the exchange, auto replays those that exist and records the others; strict fails where the others fall through.
+try:
+    HARNESS_VCR_MODE = parse_vcr_mode(os.environ.get("HARNESS_VCR_MODE", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+HARNESS_VCR_STRICT = envbool("HARNESS_VCR_STRICT")
+# Where recording forwards to, per provider: HARNESS_UPSTREAM_OPENAI_URL=https://api.openai.com, ..._ANTHROPIC_URL,
+# ..._GEMINI_URL (scheme and host; the request's path is appended).
+HARNESS_UPSTREAM = {
+    name.removeprefix("HARNESS_UPSTREAM_").removesuffix("_URL").lower(): value.strip()
+    for name, value in os.environ.items()
+    if name.startswith("HARNESS_UPSTREAM_") and name.endswith("_URL") and value.strip()
+}
+
+# The LLM judge (runs_app/judging): any OpenAI-compatible Chat Completions endpoint, e.g. https://api.openai.com/v1.
+# Unset, nothing is judged: the command and the pages say so.
+HARNESS_JUDGE_BASE_URL = os.environ.get("HARNESS_JUDGE_BASE_URL", "").strip()
+HARNESS_JUDGE_API_KEY = os.environ.get("HARNESS_JUDGE_API_KEY", "")
+HARNESS_JUDGE_MODEL = os.environ.get("HARNESS_JUDGE_MODEL", "gpt-4o").strip()
+HARNESS_JUDGE_TIMEOUT_S = envint("HARNESS_JUDGE_TIMEOUT_S", 120)
 
 # The REST API: request size limit (a 413 beyond it) and pages' login.
 HARNESS_API_MAX_BYTES = envint("HARNESS_API_MAX_BYTES", 10 * 1024 * 1024)

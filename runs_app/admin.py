@@ -1,7 +1,8 @@
 """The admin of runs_app: runs with their events, trace logs (viewer, search, download), cassettes and API tokens.
 
 Judge verdicts and the review queue are in :mod:`runs_app.review.admin`; providers, waivers, tier rules and the
-coverage grid in :mod:`runs_app.coverage.admin`. Both are imported here, which registers them.
+coverage grid in :mod:`runs_app.coverage.admin`; criteria sets, judge batches and the Run action "Judge these runs"
+in :mod:`runs_app.judging.admin`. They are imported here, which registers them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
 
 from harnessweb.text import pretty_json
 from runs_app import tokens
@@ -44,7 +47,10 @@ from runs_app.adminkit import (
     human_size,
     json_block,
 )
+from runs_app.ci.cassette_page import cassette_page_context, may_convert
+from runs_app.ci.conversion import ConversionError, convert
 from runs_app.coverage import admin as coverage_admin  # noqa: F401  (registers providers, waivers, tier rules)
+from runs_app.judging.admin import judge_these_runs  # registers criteria sets and judge batches
 from runs_app.models import ApiToken, Cassette, Run, RunEvent, TraceLog
 from runs_app.review.admin import VerdictInline
 
@@ -105,6 +111,7 @@ class RunAdmin(HarnessAdmin):
     search_fields = ("id", "scenario_id", "name", "commit", "branch")
     date_hierarchy = "started_at"
     inlines = (VerdictInline, TraceLogInline, RunEventInline)
+    actions = (judge_these_runs,)
     fieldsets = (
         (None, {"fields": ("id", "scenario_id", "mode", "protocol", "source", "status", "status_reason")}),
         ("Build", {"fields": ("name", "commit", "branch", "build_link", "external_id")}),
@@ -297,7 +304,36 @@ class CassetteAdmin(HarnessAdmin):
 
     def get_urls(self) -> list[Any]:
         download = self.admin_site.admin_view(self.download_view)
-        return [path("<path:object_id>/download/", download, name="runs_app_cassette_download"), *super().get_urls()]
+        converting = self.admin_site.admin_view(require_POST(self.convert_view))
+        return [
+            path("<path:object_id>/download/", download, name="runs_app_cassette_download"),
+            path("<path:object_id>/convert/", converting, name="runs_app_cassette_convert"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
+        # Each interaction's stream summary, and the button that makes the cassette a scenario (the template).
+        cassette = self.get_object(request, unquote(object_id))
+        if cassette is not None:
+            extra_context = {**(extra_context or {}), **cassette_page_context(cassette, request.user)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def convert_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """POST: the cassette converted into a scenario (upserted); back to the cassette with what happened."""
+        cassette = self.get_object(request, unquote(object_id))
+        if cassette is None:
+            raise Http404("No such cassette.")
+        if not may_convert(request.user):
+            raise PermissionDenied
+        scenario_id = request.POST.get("scenario_id", "").strip() or None
+        try:
+            row, outcome, scenario = convert(bytes(cassette.content), cassette.name, scenario_id, user=request.user)
+        except ConversionError as exc:
+            messages.error(request, str(exc))
+        else:
+            link = format_html('<a href="{}">{}</a>', row.get_absolute_url(), scenario.id)
+            messages.success(request, format_html("Scenario {} {} from this cassette.", link, outcome))
+        return redirect(reverse("admin:runs_app_cassette_change", args=[cassette.pk]))
 
     def download_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         cassette = self.get_object(request, unquote(object_id))

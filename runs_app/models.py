@@ -56,6 +56,7 @@ class Run(models.Model):
     external_id = models.CharField(max_length=200, null=True, blank=True, unique=True)
     started_at = models.DateTimeField(db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    pinned = models.BooleanField(default=False, help_text="Kept by prune_runs, whatever its age.")
 
     objects = RunQuerySet.as_manager()
 
@@ -435,3 +436,8 @@ class Waiver(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.obligation} until {self.expires_on}"
+
+
+# -- the judge's criteria sets and batches: in runs_app/judging/models.py, registered here -----------------------------
+
+from runs_app.judging.models import CriteriaSet, JudgeBatch  # noqa: E402, F401

@@ -1,8 +1,11 @@
-"""Pages of runs_app (login required): the runs list, a run's page, the coverage grid and its evidence."""
+"""Pages of runs_app (login required): the runs list, a run's page, judging runs, the coverage grid and its
+evidence."""
 
 from django.urls import path
 
+from runs_app import retention
 from runs_app.coverage import views as coverage_views
+from runs_app.judging import views as judging_views
 from runs_app.live import views
 
 app_name = "runs"
@@ -12,4 +15,8 @@ urlpatterns: list = [
     path("coverage/<path:provider>/<str:obligation>/", coverage_views.coverage_cell, name="coverage_cell"),
     path("runs/", views.runs_list, name="list"),
     path("runs/<uuid:run_id>/", views.run_detail, name="detail"),
+    path("runs/<uuid:run_id>/cassette.json", views.run_cassette, name="cassette"),
+    path("runs/<uuid:run_id>/pin/", retention.pin_run, name="pin"),
+    path("runs/judge/", judging_views.judge_runs, name="judge"),
+    path("runs/judge/<int:batch_id>/", judging_views.judge_batch, name="judge_batch"),
 ]

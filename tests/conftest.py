@@ -57,7 +57,9 @@ class LiveServer:
         return self.log.read_text(errors="replace")
 
 
-def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne") -> LiveServer:
+def start_server(
+    tmp: Path, env_overrides: dict[str, str], server: str = "daphne", extra_args: Sequence[str] = ()
+) -> LiveServer:
     from django.db import connection
 
     port = free_port()
@@ -91,6 +93,7 @@ def start_server(tmp: Path, env_overrides: dict[str, str], server: str = "daphne
             "--port",
             str(port),
             "--no-access-log",
+            *extra_args,  # e.g. --workers 2
             "harnessweb.asgi:application",
         ]
     log = tmp / f"{server}-{port}.log"

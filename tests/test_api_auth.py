@@ -37,6 +37,11 @@ def make_targets() -> dict[str, Any]:
     """Rows for the path parameters, so that a request that got past auth would really write."""
     make_scenario("demo")
     run = make_ci_run()
+    # One served exchange, so that the run has stream summaries and exports as a cassette.
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    request = {"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": body}
+    run.events.create(seq=1, timestamp=run.started_at, kind="request", turn=1, data=request)
+    run.events.create(seq=2, timestamp=run.started_at, kind="response", turn=1, data={"text": "hi", "status": 200})
     RunScript.objects.create(run_id=run.id, script={"answers": [], "errors": []})
     data = (VCR_DIR / "openai_simple_text.json").read_bytes()
     cassette = Cassette.objects.create(

@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harnessweb", "runs_app", "scenarios_app")
-# No Django: the core (harnessweb.engine, below), the editor's form mapping, the resilience analysis.
+# No Django: the core (harnessweb.engine, below), the editor's form mapping, the resilience analysis, cassettes read
+# as streams and converted into scenarios.
 PURE = (
     "harnessweb.text",
     "scenarios_app.editor.fields",
@@ -18,6 +19,10 @@ PURE = (
     "scenarios_app.editor.binding",
     "scenarios_app.editor.raw",
     "runs_app.live.resilience",
+    "runs_app.judging.verdicts",  # the judge's prompt and parsing, its transcript of a run's events, its call
+    "runs_app.judging.transcript",
+    "runs_app.judging.client",
+    "runs_app.ci.recordings",
 )
 # Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
 PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema"}

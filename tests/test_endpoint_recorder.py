@@ -50,3 +50,60 @@ async def test_it_creates_a_named_run_and_keeps_requests_pinned_to_it():
     assert (await recorder.resolve(named, "k", 1, "openai")).id == named
     await recorder.flush()
     assert await Run.objects.filter(id=named).aexists()
+
+
+@pytest.mark.backends
+@pytest.mark.django_db(transaction=True)
+async def test_it_numbers_a_batch_again_when_another_process_appended_to_the_run():
+    first, second = Recorder(), Recorder()
+    named = uuid.uuid4()
+    a = await first.resolve(named, "k", 1, "openai")
+    b = await second.resolve(named, "k", 2, "openai")  # both start at seq 1: neither has flushed yet
+    for n in range(3):
+        first.event(a, "request", 1, {"from": "first", "n": n})
+        second.event(b, "request", 2, {"from": "second", "n": n})
+    assert await first.flush() and await second.flush()  # the second batch collides, and is numbered after
+    second.event(b, "response", 2, {"from": "second", "n": 3})
+    assert await second.flush()
+    rows = [(e.seq, e.data["from"], e.data["n"]) async for e in RunEvent.objects.filter(run_id=named).order_by("seq")]
+    assert [seq for seq, _, _ in rows] == [1, 2, 3, 4, 5, 6, 7]  # no gap, no duplicate
+    assert [(who, n) for _, who, n in rows] == [("first", 0), ("first", 1), ("first", 2)] + [
+        ("second", n) for n in range(4)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_keeps_answering_while_the_database_is_down_and_records_when_it_is_back(monkeypatch, settings, caplog):
+    from django.db import OperationalError
+
+    from runs_app.endpoint import writes
+
+    settings.HARNESS_RECORDER_BUFFER = 5
+    recorder = Recorder()
+    run = await recorder.resolve(None, "outage", 1, "openai")
+    real_write = writes.write
+    down = True
+
+    def write(runs, events):
+        if down:
+            raise OperationalError("connection refused")
+        return real_write(runs, events)
+
+    monkeypatch.setattr(writes, "write", write)
+    for n in range(3):
+        recorder.event(run, "request", 1, {"n": n})
+    assert await recorder.flush() is False and recorder.failures == 1
+    assert await recorder.durable(timeout=5) is False  # at once: a response does not wait on a database that is down
+    for n in range(3, 8):
+        recorder.event(run, "request", 1, {"n": n})
+    assert await recorder.flush() is False
+    # Eight events over a bound of five: the three oldest were dropped, counted, and said in the log.
+    assert recorder.dropped == {run.id: 3} and [e.data["n"] for e in recorder.pending_events] == [3, 4, 5, 6, 7]
+    assert "dropped 3 events over the buffer's bound" in caplog.text
+    down = False
+    assert await recorder.flush() is True and await recorder.flush() is True
+    events = [e async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")]
+    assert [e.data.get("n") for e in events if e.kind == "request"] == [3, 4, 5, 6, 7]
+    [dropped] = [e for e in events if e.kind == "events_dropped"]
+    assert dropped.data == {"count": 3, "reason": "the database was unreachable"}
+    assert recorder.failures == 0 and await recorder.durable(timeout=1) is True

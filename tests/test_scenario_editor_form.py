@@ -380,3 +380,9 @@ def test_it_keeps_a_scenario_with_embedding_pins_on_the_raw_tab() -> None:
     data = make_data()
     data["embeddings"] = [{"input": "doc", "same_as": "query"}]
     assert mapping.form_problem(data) == "its embedding pins are edited on the raw tab"
+
+
+def test_it_keeps_a_scenario_that_names_a_cassette_on_the_raw_tab() -> None:
+    data = make_data()
+    data["cassette"] = "verify_openai_simple_text.json"
+    assert mapping.form_problem(data) == "the cassette it replays is named on the raw tab"

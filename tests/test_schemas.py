@@ -288,3 +288,19 @@ def test_it_refuses_an_embedding_pin_without_exactly_one_source(pin) -> None:
 def test_it_keeps_embedding_pins_in_the_canonical_form() -> None:
     scenario = Scenario.model_validate({"id": "pins", "embeddings": [{"input": "doc", "sameAs": "query"}]})
     assert scenario.canonical()["embeddings"] == [{"input": "doc", "same_as": "query"}]
+
+
+def test_it_lets_a_scenario_name_the_cassette_that_answers_it():
+    assert Scenario.model_validate({"id": "taped", "cassette": "openai_simple_text"}).canonical() == {
+        "id": "taped",
+        "description": "",
+        "tags": [],
+        "system_prompt_must_include": [],
+        "priority": 0,
+        "turns": [],
+        "embeddings": [],
+        "cassette": "openai_simple_text",
+    }
+    assert "cassette" not in Scenario.model_validate({"id": "plain"}).canonical()
+    with pytest.raises(ValidationError):
+        Scenario.model_validate({"id": "taped", "cassette": ""})

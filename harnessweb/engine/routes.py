@@ -23,6 +23,8 @@ RUN_HEADER = "x-harness-run"  # the run a request belongs to
 SCENARIO_HEADER = "x-harness-scenario"  # the scenario it plays
 UNMATCHED_HEADER = "x-harness-unmatched"  # "error": a 404 rather than the lorem when nothing matches
 RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
+CASSETTE_HEADER = "x-harness-cassette"  # the stored cassette that answers (replayed, or recorded as the mode says)
+RECORD_HEADER = "x-harness-record"  # record the exchange with the real provider as this cassette
 
 
 @dataclass(frozen=True)

@@ -260,6 +260,8 @@ class Scenario(_Model):
     priority: int = 0
     turns: list[ScenarioTurn] = Field(default_factory=list)
     embeddings: list[EmbeddingPin] = Field(default_factory=list)
+    # A stored VCR cassette (its name, with or without .json) that answers this scenario's requests, byte for byte.
+    cassette: str | None = Field(None, min_length=1, max_length=300)
 
     @field_validator("turns")
     @classmethod

@@ -1,11 +1,10 @@
-"""The runs_app REST router: runs, trace logs, judge verdicts, JUnit results, cassettes and coverage.
+"""The runs_app REST router: runs, trace logs, judge verdicts, JUnit results and cassettes.
 
 Uploads that carry raw bytes (JUnit XML, cassettes) or many items (trace logs, verdicts) read the body here rather
 than through ninja's body parameters: the bytes must be kept exactly, and one bad item must not sink the others.
 Each item's errors are reported by field path; a single item answers 201 (or 422), a list answers 207.
 """
 
-import datetime as dt
 import hashlib
 import uuid
 from typing import Annotated, Any
@@ -64,7 +63,6 @@ from runs_app.ci.schemas import (
     VerdictOut,
     judge_failure,
 )
-from runs_app.coverage.report import coverage_report
 from runs_app.lifecycle import Reported, next_status
 from runs_app.models import (
     Cassette,
@@ -447,13 +445,3 @@ def download_cassette(request: HttpRequest, cassette_id: RowId) -> HttpResponse:
         content_type="application/json",
         headers={"Content-Disposition": content_disposition_header(True, row.name)},
     )
-
-
-# -- coverage --------------------------------------------------------------------------------------------------------
-
-
-@router.get("/coverage", response=dict[str, Any], summary="Provider test-obligation coverage")
-def coverage(request: HttpRequest, today: dt.date | None = None) -> Any:
-    """Providers × obligations with each cell's state, as the coverage dashboard shows it; ``today`` evaluates
-    waivers' expiry on another day."""
-    return coverage_report(today) if today is not None else coverage_report()

@@ -7,7 +7,6 @@ database can encode a lone surrogate, and a 500 there would be a worse answer th
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import uuid
 from typing import Annotated, Any, Literal
@@ -23,6 +22,7 @@ from pydantic import (
 )
 
 from harnessweb.apikit import ExternalId, Instant, SmallCount, Str64, Str100, Str128, Str200, Str500, Str1000, Text
+from runs_app.judging.verdicts import NoVerdict, parse_verdict
 
 # -- field types -----------------------------------------------------------------------------------------------------
 
@@ -87,6 +87,7 @@ class RunOut(Schema):
     protocol: str
     started_at: dt.datetime
     finished_at: dt.datetime | None
+    pinned: bool
 
 
 class RunEventOut(Schema):
@@ -182,23 +183,6 @@ class VerdictOut(Schema):
     created_at: dt.datetime
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def parse_judge_output(raw: str) -> dict[str, Any] | None:
-    """The verdict in a judge's raw answer (bare JSON or a fenced block), as the seed's safeParseJudgeVerdict reads
-    it; None when there is none."""
-    candidates = [m.group(1) for m in _FENCE.finditer(raw)] + [raw]
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate.strip())
-        except ValueError:
-            continue
-        if isinstance(data, dict) and _upper(data.get("overall")) in ("PASS", "FAIL"):
-            return data
-    return None
-
-
 def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
     """The verdict to store and its judge error ("" when the judge answered).
 
@@ -209,11 +193,13 @@ def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
     if verdict.judge_error.strip():
         return verdict, verdict.judge_error.strip()
     if verdict.overall is None and not verdict.criteria and verdict.raw_output.strip():
-        parsed = parse_judge_output(verdict.raw_output)
-        if parsed is None:
+        try:  # read as the judge itself reads its answer (runs_app.judging.verdicts)
+            criteria, overall, summary = parse_verdict(verdict.raw_output)
+        except NoVerdict:
             return verdict, "No parsable verdict in the judge's raw output."
+        parsed = {"criteria": [vars(c) for c in criteria], "overall": overall, "summary": summary}
         try:
-            verdict = VerdictIn.model_validate({**verdict.model_dump(), **_verdict_fields(parsed)})
+            verdict = VerdictIn.model_validate({**verdict.model_dump(), **parsed})
         except ValueError as exc:
             return verdict, f"The judge's raw output is not a valid verdict: {exc}"
     if verdict.overall is None:
@@ -221,10 +207,6 @@ def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
     if not verdict.criteria:
         return verdict, "The verdict has no criteria: the judge's answer was not parsed."
     return verdict, ""
-
-
-def _verdict_fields(parsed: dict[str, Any]) -> dict[str, Any]:
-    return {key: parsed[key] for key in ("criteria", "overall", "summary") if key in parsed}
 
 
 # -- batches ---------------------------------------------------------------------------------------------------------

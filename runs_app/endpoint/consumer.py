@@ -34,8 +34,8 @@ from harnessweb.engine.playback import decide
 from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX, SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
-from runs_app.endpoint import conversations, scripts
-from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt
+from runs_app.endpoint import cassette_replay, conversations, scripts
+from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt, while_up
 from runs_app.lifecycle import Refused, Replied, next_status
 from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
@@ -228,6 +228,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.query_key = parse_qs(self.query).get("key", [""])[0]  # Gemini's ?key=
         route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, self.query)
         self.protocol = route.wire
+        if await cassette_replay.intercept(self, body):  # X-Harness-Cassette / X-Harness-Record
+            return
         if isinstance(route, routes.Refusal):
             return await self.reply(self._error(route.status, route.message))
         if route.kind == "models":
@@ -311,7 +313,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             },
         )
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
-        taken = await sync_to_async(scripts.take)(run.id, request.model) if explicit is not None else None
+        taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
         failure = None
         if taken is not None and taken.entry is not None:
             key = settings.HARNESS_SIGNATURE_KEY
@@ -350,12 +352,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             },
         )
         recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
+        if await cassette_replay.from_scenario(self, decision.scenario_id):  # a scenario that names a cassette
+            return
 
         if failure is not None:  # a configured failure kind: one attempt of as many as the script gives
             return await self.fail(decision, request, failure, 1, 1)
         if decision.failure is not None and run.id:
-            attempt = await sync_to_async(take_attempt)(
-                run.id, decision.turn, request.protocol, decision.failures_before_success
+            attempt = await while_up(
+                take_attempt, run.id, decision.turn, request.protocol, decision.failures_before_success
             )
             if attempt:
                 return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)

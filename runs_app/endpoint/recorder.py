@@ -6,41 +6,51 @@ batch that holds its events (:meth:`Recorder.durable`), and requests that end to
 client has the end of a response, every reader sees the run and that response's events.
 
 Runs live in a bounded in-process index; a run this process has not seen is looked up in the database, so a
-conversation that moves between workers keeps its run once the earlier worker has flushed.
+conversation that moves between workers keeps its run once the earlier worker has flushed. When another process
+has appended to the same run meanwhile, the batch's sequence numbers collide with its: the batch is numbered again
+after the run's last event and written (no gap, no duplicate, nothing lost).
+
+When the database is slow or down the endpoint keeps answering: a batch that fails stays queued, ahead of newer
+events, and is retried with a growing pause; beyond ``HARNESS_RECORDER_BUFFER`` queued events the oldest are
+dropped, and how many is logged and recorded on their run (an ``events_dropped`` event) once the database is back.
+Responses do not wait for a commit while the database is known to be down. When the server stops (SIGTERM, Ctrl-C)
+whatever is still queued is written: at ASGI lifespan shutdown under uvicorn (which re-raises the signal after it,
+so exit hooks never run), at interpreter exit under daphne (which speaks no lifespan).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import (
-    DEFAULT_DB_ALIAS,
+    DatabaseError,
     IntegrityError,
     close_old_connections,
-    connection,
-    connections,
-    models,
     transaction,
 )
 from django.db.models import F, Max
 from django.utils import timezone
 
 from harnessweb.engine.wire.common import Piece
+from runs_app.endpoint import writes
+from runs_app.endpoint.writes import PendingEvent
 from runs_app.models import AttemptCounter, Run, RunEvent
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
 DURABLE_TIMEOUT_S = 5.0
+RETRY_PAUSES_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # between attempts at a batch the database refused
 
 
 @dataclass
@@ -73,17 +83,6 @@ class RunState:
         }
 
 
-class PendingEvent(NamedTuple):
-    """An event queued for the next batch (a RunEvent row to be)."""
-
-    run_id: uuid.UUID
-    seq: int
-    timestamp: datetime
-    kind: str
-    turn: int | None
-    data: dict[str, Any]
-
-
 RUNS_GROUP = "runs"
 
 
@@ -108,19 +107,23 @@ class Recorder:
         self.committed = 0
         self._urgent = asyncio.Event()
         self._flushed = asyncio.Condition()
+        # Backpressure: failed attempts in a row (0 while the database answers), and the events dropped per run
+        # while over the bound, recorded on the run once the database is back.
+        self.failures = 0
+        self.dropped: dict[uuid.UUID, int] = {}
 
     # -- runs ----------------------------------------------------------------------------------------------------
 
     async def resolve(self, explicit: uuid.UUID | None, key: str, turn: int, protocol: str) -> RunState:
         """The run a request belongs to: the one it names, else its conversation's, else a new one."""
         if explicit is not None:
-            state = self.by_id.get(explicit) or await sync_to_async(_load_run)(explicit)
+            state = self.by_id.get(explicit) or await while_up(_load_run, explicit)
             state = self.by_id.get(explicit) or state or self._new(explicit, key, protocol)
             self._remember(state)
             return state
         state = self.by_key.get(key)
         if state is None:
-            loaded = await sync_to_async(_load_latest_for_key)(key)
+            loaded = await while_up(_load_latest_for_key, key)
             state = self.by_key.get(key) or loaded  # another request may have created it meanwhile
         if state is None or turn in state.turns_served:
             state = self._new(uuid.uuid4(), key, protocol)
@@ -168,15 +171,20 @@ class Recorder:
         target = self.queued
         if self.committed >= target:
             return True
+        if self.failures:  # the database is down: answer now, the events land when it is back
+            self._schedule()
+            return False
         self._schedule()
         self._urgent.set()
         async with self._flushed:
-            try:
-                await asyncio.wait_for(self._flushed.wait_for(lambda: self.committed >= target), timeout)
+            try:  # (a failed write ends the wait too: the database is down, the response goes on)
+                await asyncio.wait_for(
+                    self._flushed.wait_for(lambda: self.committed >= target or self.failures > 0), timeout
+                )
             except TimeoutError:
                 log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
                 return False
-        return True
+        return self.committed >= target
 
     # -- flushing ------------------------------------------------------------------------------------------------
 
@@ -194,21 +202,67 @@ class Recorder:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._urgent.wait(), interval)
             self._urgent.clear()
-            await self.flush()
+            if not await self.flush():  # the database refused the batch: try again after a pause
+                await asyncio.sleep(RETRY_PAUSES_S[min(self.failures, len(RETRY_PAUSES_S)) - 1])
+                self._wake.set()
 
-    async def flush(self) -> None:
-        """Write every pending run change and event in one transaction, then broadcast the events."""
-        if not self.dirty and not self.pending_events:
-            return
+    def _take_batch(self) -> tuple[int, list[dict[str, Any]], list[PendingEvent]]:
+        """What the next write holds (the generation it commits, the run rows, the events), taken off the queue."""
         generation = self.queued
         runs = [s.row() for s in self.dirty.values()]
         events, self.pending_events = self.pending_events, []
         self.dirty = {}
+        return generation, runs, events
+
+    def _put_back(self, runs: list[dict[str, Any]], events: list[PendingEvent]) -> None:
+        """A batch the database refused, queued again ahead of what came since, within the buffer's bound: the
+        oldest events beyond it are dropped and counted per run."""
+        for row in runs:
+            state = self.by_id.get(row["id"])
+            if state is not None:
+                self.dirty.setdefault(state.id, state)
+        queued = events + self.pending_events
+        excess = len(queued) - settings.HARNESS_RECORDER_BUFFER
+        if excess > 0:
+            for event in queued[:excess]:
+                self.dropped[event.run_id] = self.dropped.get(event.run_id, 0) + 1
+                if (state := self.by_id.get(event.run_id)) is not None:
+                    self.dirty.setdefault(state.id, state)
+            log.warning("The database is unreachable: dropped %d events over the buffer's bound", excess)
+            queued = queued[excess:]
+        self.pending_events = queued
+
+    def _note_drops(self) -> None:
+        """Record on each run how many of its events the buffer dropped (after the database came back)."""
+        for run_id, count in self.dropped.items():
+            state = self.by_id.get(run_id)
+            if state is not None:
+                log.warning("Run %s lost %d events while the database was unreachable", run_id, count)
+                self.event(state, "events_dropped", None, {"count": count, "reason": "the database was unreachable"})
+        self.dropped = {}
+
+    async def flush(self) -> bool:
+        """Write every pending run change and event in one transaction, then broadcast the events; False when
+        the database refused it (the batch stays queued)."""
+        if not self.dirty and not self.pending_events:
+            return True
+        generation, runs, events = self._take_batch()
         try:
-            await sync_to_async(_write)(runs, events)
+            events = await sync_to_async(writes.write)(runs, events)
         except Exception:
-            log.exception("Could not record %d runs and %d events", len(runs), len(events))
-            return
+            self.failures += 1
+            if self.failures == 1:
+                log.exception("Could not record %d runs and %d events; retrying", len(runs), len(events))
+            self._put_back(runs, events)
+            async with self._flushed:  # responses waiting for this batch go on without it
+                self._flushed.notify_all()
+            return False
+        if self.failures:
+            log.warning("The database is back after %d failed attempts", self.failures)
+            self.failures = 0
+        if self.dropped:
+            self._note_drops()
+        self._renumbered(events)
         async with self._flushed:
             self.committed = max(self.committed, generation)
             self._flushed.notify_all()
@@ -216,6 +270,24 @@ class Recorder:
             await broadcast(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
         for run in runs:  # the runs list shows new runs and status changes live
             await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run["id"]), "status": run["status"]})
+        return True
+
+    def _renumbered(self, events: list[PendingEvent]) -> None:
+        """After a batch was numbered again (another process appended to its runs), number this process's next
+        events of those runs after it."""
+        for event in events:
+            state = self.by_id.get(event.run_id)
+            if state is not None and state.next_seq <= event.seq:
+                state.next_seq = event.seq + 1
+
+    def flush_at_exit(self) -> None:
+        """Write what is still queued, from the exiting interpreter (no event loop left to run the flusher)."""
+        _, runs, events = self._take_batch()
+        if runs or events:
+            try:
+                writes.write(runs, events)
+            except Exception:
+                log.exception("At exit, could not record %d runs and %d events", len(runs), len(events))
 
     async def aclose(self) -> None:
         """Write what is pending and stop the flusher (tests, and servers that shut down cleanly)."""
@@ -233,6 +305,16 @@ class Recorder:
             await broadcast(
                 group_name(state.id), {"type": "run.chunk", "run": str(state.id), "turn": turn, "pieces": payload}
             )
+
+
+async def while_up(read: Any, *args: Any) -> Any:
+    """A database read on a request's path, or None while the database does not answer: the endpoint keeps
+    answering (a run not found is a new run, a script not read is none, a failure not counted is not served)."""
+    try:
+        return await sync_to_async(read)(*args)
+    except DatabaseError as exc:
+        log.warning("The database did not answer %s (%s): answering without it", read.__name__, exc)
+        return None
 
 
 async def broadcast(group: str, message: dict[str, Any]) -> None:
@@ -253,67 +335,6 @@ def event_payload(event: PendingEvent | RunEvent) -> dict[str, Any]:
         "turn": event.turn,
         "data": event.data,
     }
-
-
-RUN_UPDATED_ON_CONFLICT = ("scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at")
-
-
-def _insert_sql(model: type[models.Model], columns: list[str], update: tuple[str, ...] = ()) -> str:
-    qn = connection.ops.quote_name
-    sql = f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(c) for c in columns)}) "
-    sql += f"VALUES ({', '.join(['%s'] * len(columns))})"
-    if update:  # the same ON CONFLICT upsert on SQLite and PostgreSQL
-        sql += f" ON CONFLICT ({qn('id')}) DO UPDATE SET " + ", ".join(f"{qn(c)} = excluded.{qn(c)}" for c in update)
-    return sql
-
-
-def _converter(field: models.Field, conn: Any) -> Any:
-    """How one column's values become parameters: what ``get_db_prep_save`` does for the field types the recorder
-    writes, without its per-value dispatch (the batch's largest cost)."""
-    target = field.target_field if isinstance(field, models.ForeignKey) else field
-    if isinstance(target, models.UUIDField):
-        return (lambda v: v) if conn.features.has_native_uuid_field else (lambda v: v.hex)
-    if isinstance(target, models.DateTimeField):
-        return conn.ops.adapt_datetimefield_value
-    if isinstance(target, models.JSONField):
-        return lambda v: conn.ops.adapt_json_value(v, target.encoder)
-    if isinstance(target, models.CharField | models.TextField | models.IntegerField | models.BooleanField):
-        return lambda v: v
-    return lambda v: field.get_db_prep_save(v, conn)
-
-
-def _prepared(model: type[models.Model], rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Rows as parameters, each value prepared for this database as its field would; model defaults for the rest
-    (every row of a batch has the same keys, so a missing column's default is prepared once per batch)."""
-    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
-    conn = connections[DEFAULT_DB_ALIAS]
-    columns = []
-    for f in fields:
-        if f.attname in rows[0]:
-            columns.append((f.attname, _converter(f, conn), None))
-        else:
-            columns.append((None, None, f.get_db_prep_save(f.get_default(), conn)))
-    params = [
-        [convert(row[name]) if name is not None else default for name, convert, default in columns]  # type: ignore[misc]
-        for row in rows
-    ]
-    return [f.column for f in fields], params
-
-
-def _write(runs: list[dict[str, Any]], events: list[PendingEvent]) -> None:
-    """One transaction, two executemany statements: no model instances, no per-row signals, on the write thread.
-
-    The batch is what every request of the last few milliseconds produced; building model objects for it cost
-    more than the statements themselves.
-    """
-    close_old_connections()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if runs:
-            columns, params = _prepared(Run, runs)
-            cursor.executemany(_insert_sql(Run, columns, RUN_UPDATED_ON_CONFLICT), params)
-        if events:
-            columns, params = _prepared(RunEvent, [e._asdict() for e in events])
-            cursor.executemany(_insert_sql(RunEvent, columns), params)
 
 
 def _load_run(run_id: uuid.UUID) -> RunState | None:
@@ -365,8 +386,15 @@ def take_attempt(run_id: uuid.UUID, turn: int, protocol: str, failures: int) -> 
 _recorder: Recorder | None = None
 
 
+async def close_recorder() -> None:
+    """Write what this process's recorder has queued and stop its flusher (a server shutting down)."""
+    if _recorder is not None:
+        await _recorder.aclose()
+
+
 def get_recorder() -> Recorder:
     global _recorder
     if _recorder is None:
         _recorder = Recorder()
+        atexit.register(_recorder.flush_at_exit)
     return _recorder

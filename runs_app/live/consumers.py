@@ -16,6 +16,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from runs_app.endpoint.recorder import RUNS_GROUP, group_name
+from runs_app.judging import batches
 from runs_app.live import fragments
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ ATTEMPT_ENDS = frozenset({"response", "rejected", "client_disconnected"})
 render_run_rows = database_sync_to_async(fragments.render_run_rows)
 render_run_updates = database_sync_to_async(fragments.render_run_updates)
 run_turns_since = database_sync_to_async(fragments.run_turns_since)
+render_judge_progress = database_sync_to_async(batches.render_progress)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -155,5 +157,28 @@ class RunTimelineConsumer(LiveConsumer):
         if cards:
             await self.send(text_data=cards)
         html = await render_run_updates(self.run_id, turns, frozenset(self.streaming))
+        if html:
+            await self.send(text_data=html)
+
+
+class JudgeBatchConsumer(LiveConsumer):
+    """``/ws/judge/<id>/``: a judge batch's progress (n of m judged, the verdicts so far), re-rendered from its row
+    whenever the batch's thread says it moved."""
+
+    batch_s = 0.05
+
+    async def join(self) -> None:
+        self.batch_id = int(self.scope["url_route"]["kwargs"]["batch_id"])
+        self.live_groups = [batches.group_name(self.batch_id)]
+        await self.channel_layer.group_add(self.live_groups[0], self.channel_name)
+
+    async def catch_up(self) -> None:
+        self.schedule()  # whatever was judged between the page's rendering and this socket
+
+    async def judge_progress(self, message: dict[str, Any]) -> None:
+        self.schedule()
+
+    async def send_batch(self) -> None:
+        html = await render_judge_progress(self.batch_id)
         if html:
             await self.send(text_data=html)

@@ -11,9 +11,12 @@ from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
+from django.urls import reverse
 from django.utils import timezone
 
 from harnessweb.engine import wire
+from runs_app.ci.cassette_page import short_timeline
+from runs_app.ci.run_streams import run_summaries
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
 from runs_app.models import Run, RunEvent
@@ -216,3 +219,17 @@ def load_run(run_id: uuid.UUID | str) -> tuple[Run | None, list[RunEvent], Scena
     events = list(run.events.order_by("seq"))
     stored = Scenario.objects.filter(id=run.scenario_id).first() if run.scenario_id else None
     return run, events, stored
+
+
+def streams_context(run: Run | None) -> dict[str, Any] | None:
+    """Context of ``runs_app/run_streams.html``: each served response's stream summary (seed 003), from its bytes as
+    the engine encodes them again (runs_app/ci/run_streams.py), and the cassette export's URL; None before the run
+    exists."""
+    if run is None:
+        return None
+    summaries = run_summaries(run)
+    rows = [
+        {**item["summary"], "turn": item["turn"], "timeline_text": short_timeline(item["summary"]["timeline"])}
+        for item in summaries["responses"]
+    ]
+    return {"rows": rows, "skipped": summaries["skipped"], "export_url": reverse("runs:cassette", args=[run.id])}

@@ -1,15 +1,19 @@
-"""The runs pages: the list (filters, pages, new rows live) and a run's page (turns, timeline, resilience)."""
+"""The runs pages: the list (filters, pages, new rows live), a run's page (turns, timeline, resilience, stream
+summaries) and its export as a cassette."""
 
 from __future__ import annotations
 
 import uuid
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from harnessweb.htmx import vary_on_htmx, wants_partial
+from runs_app.ci.run_streams import cassette_file_name
+from runs_app.ci.run_streams import run_cassette as run_cassette_data
 from runs_app.live.presenters import (
     PROTOCOL_CHOICES,
     SOURCE_CHOICES,
@@ -19,6 +23,7 @@ from runs_app.live.presenters import (
     resilience_context,
     run_filters,
     runs_table_context,
+    streams_context,
     turn_context,
 )
 from runs_app.models import Run
@@ -55,7 +60,22 @@ def run_detail(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
         "header": header_context(run_id, run, events, stored),
         "resilience": resilience_context(run, events),
         "turns": [turn_context(run, n, evs, stored) for n, evs in events_by_turn(events).items()],
+        "streams": streams_context(run),
         # The socket sends what was recorded after this page was read, then everything live.
         "socket_url": f"/ws/runs/{run_id}/?after={events[-1].seq if events else 0}",
     }
     return render(request, "runs_app/run_detail.html", context)
+
+
+@login_required
+@require_GET
+def run_cassette(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
+    """The run exported as a VCR cassette (what ``GET /api/runs/{id}/cassette`` gives a CI), for the run page's
+    link: a browser has a session, not a bearer token."""
+    run = get_object_or_404(Run, pk=run_id)
+    cassette = run_cassette_data(run)
+    if cassette is None:
+        raise Http404("This run served no response that can be exported.")
+    response = JsonResponse(cassette, json_dumps_params={"indent": 2, "ensure_ascii": False})
+    response["Content-Disposition"] = content_disposition_header(True, cassette_file_name(run.id))
+    return response
