@@ -245,3 +245,32 @@ def test_it_honours_the_limits_on_the_server_too(oai, claude) -> None:
 def test_it_counts_tokens_with_the_same_tokenisation(claude) -> None:
     counted = claude.messages.count_tokens(model="c", system="Be brief.", messages=USER)
     assert counted.input_tokens == tokens.count("Be brief.") + tokens.count(PROMPT) == 7
+
+
+def test_it_gives_the_responses_api_logprobs_when_it_includes_them(harness: Harness) -> None:
+    client = harness.openai_client()
+    asked = {"include": ["message.output_text.logprobs"], "top_logprobs": 2}
+    response = client.responses.create(model="gpt-4.1", input=PROMPT, **asked)
+    part = response.output[0].content[0]
+    assert "".join(entry.token for entry in part.logprobs) == part.text == LOREM
+    assert all(len(entry.top_logprobs) == 2 and entry.top_logprobs[0].token == entry.token for entry in part.logprobs)
+    streamed = list(client.responses.create(model="gpt-4.1", input=PROMPT, stream=True, **asked))
+    deltas = [lp for e in streamed if e.type == "response.output_text.delta" for lp in e.logprobs]
+    assert [(d.token, d.logprob) for d in deltas] == [(e.token, e.logprob) for e in part.logprobs]
+    plain = client.responses.create(model="gpt-4.1", input=PROMPT)
+    assert plain.output[0].content[0].logprobs == []
+
+
+def test_it_gives_legacy_completions_their_logprobs_object(harness: Harness) -> None:
+    client = harness.openai_client()
+    completion = client.completions.create(model="gpt-3.5-turbo-instruct", prompt=PROMPT, logprobs=3)
+    choice = completion.choices[0]
+    logprobs = choice.logprobs
+    assert "".join(logprobs.tokens) == choice.text == LOREM
+    assert len(logprobs.token_logprobs) == len(logprobs.tokens) == len(logprobs.text_offset)
+    pairs = zip(logprobs.text_offset, logprobs.tokens, strict=True)
+    assert all(choice.text[offset:].startswith(token) for offset, token in pairs)
+    assert all(len(alts) == 3 and logprobs.tokens[i] in alts for i, alts in enumerate(logprobs.top_logprobs))
+    stream = client.completions.create(model="gpt-3.5-turbo-instruct", prompt=PROMPT, logprobs=3, stream=True)
+    streamed = [t for c in stream if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.tokens]
+    assert streamed == logprobs.tokens

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from harnessweb.engine import tokens
 from harnessweb.engine.exchange import Block, ChatRequest, Message, Reply, short_id
 from harnessweb.engine.wire.common import (
     CREATED,
@@ -85,8 +86,27 @@ def _id(reply: Reply) -> str:
     return f"cmpl-{short_id(reply.id_seed or 'harness')}"
 
 
+def _logprobs(text: str, top: int | None, position: int = 0, offset: int = 0) -> dict[str, Any] | None:
+    """The legacy ``logprobs`` object of a text (``tokens``, ``token_logprobs``, ``top_logprobs``, ``text_offset``)
+    when the request asked for them (``top``: alternatives per token), its tokens numbered from ``position`` and
+    its characters from ``offset`` (a stream's chunk)."""
+    if top is None:
+        return None
+    entries = tokens.logprobs(text, top, position)
+    offsets = []
+    for entry in entries:
+        offsets.append(offset)
+        offset += len(str(entry["token"]))
+    return {
+        "tokens": [entry["token"] for entry in entries],
+        "token_logprobs": [entry["logprob"] for entry in entries],
+        "top_logprobs": [{alt["token"]: alt["logprob"] for alt in entry["top_logprobs"]} for entry in entries],
+        "text_offset": offsets,
+    }
+
+
 @lru_cache(maxsize=1024)
-def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
+def encode_stream(reply: Reply, model: str, include_usage: bool, top_logprobs: int | None = None) -> Encoded:
     """The SSE chunks of a streamed completion: text chunks per choice, a last chunk per choice with its
     ``finish_reason``, the usage chunk when asked for, then ``[DONE]``."""
     head = {"id": _id(reply), "object": "text_completion", "created": CREATED}
@@ -102,8 +122,11 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
         for block in blocks:
             if block.type != "text":
                 continue
+            counted = offset = 0
             for chunk in text_chunks(reply, block.text):
-                frames.append(frame([{"text": chunk, "index": index, "logprobs": None, "finish_reason": None}]))
+                logprobs = _logprobs(chunk, top_logprobs, counted, offset)
+                counted, offset = counted + tokens.count(chunk), offset + len(chunk)
+                frames.append(frame([{"text": chunk, "index": index, "logprobs": logprobs, "finish_reason": None}]))
                 pieces.append(Piece(position[id(block)], "text", chunk))
     for index, blocks in groups.items():
         last = {"text": "", "index": index, "logprobs": None, "finish_reason": _finish(reply, blocks)}
@@ -116,17 +139,19 @@ def encode_stream(reply: Reply, model: str, include_usage: bool) -> Encoded:
 
 
 @lru_cache(maxsize=1024)
-def encode_completion(reply: Reply, model: str) -> Encoded:
+def encode_completion(reply: Reply, model: str, top_logprobs: int | None = None) -> Encoded:
     """A non-streamed ``text_completion`` object."""
-    choices = [
-        {
-            "text": "".join(b.text for b in blocks if b.type == "text"),
-            "index": index,
-            "logprobs": None,
-            "finish_reason": _finish(reply, blocks),
-        }
-        for index, blocks in (by_choice(reply) or {0: []}).items()
-    ]
+    choices = []
+    for index, blocks in (by_choice(reply) or {0: []}).items():
+        text = "".join(b.text for b in blocks if b.type == "text")
+        choices.append(
+            {
+                "text": text,
+                "index": index,
+                "logprobs": _logprobs(text, top_logprobs),
+                "finish_reason": _finish(reply, blocks),
+            }
+        )
     body = {
         "id": _id(reply),
         "object": "text_completion",
@@ -141,8 +166,8 @@ def encode_completion(reply: Reply, model: str) -> Encoded:
 def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     """The answer as the request asked for it: streamed or not."""
     if request.stream:
-        return encode_stream(reply, request.model, request.include_usage)
-    return encode_completion(reply, request.model)
+        return encode_stream(reply, request.model, request.include_usage, request.logprobs)
+    return encode_completion(reply, request.model, request.logprobs)
 
 
 def malformed(stream: bool) -> Encoded:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from harnessweb.engine import tokens
 from harnessweb.engine.exchange import Block, ChatRequest, Message, Reply, short_id
 from harnessweb.engine.wire.common import (
     CREATED,
@@ -180,7 +181,12 @@ def _item_id(prefix: str, response_id: str, index: int) -> str:
     return f"{prefix}_{short_id(f'{response_id}:{index}', 48)}"
 
 
-def _items(reply: Reply, response_id: str) -> list[tuple[Block, dict[str, Any]]]:
+def _logprobs(request: ChatRequest, text: str, start: int = 0) -> list[dict[str, Any]]:
+    """An output text's log-probabilities when the request includes ``message.output_text.logprobs``, else none."""
+    return tokens.logprobs(text, request.logprobs, start) if request.logprobs is not None else []
+
+
+def _items(request: ChatRequest, reply: Reply, response_id: str) -> list[tuple[Block, dict[str, Any]]]:
     """Each block as its finished output item (instruction mode's choices follow one another); redacted thinking,
     which the Responses API does not have, is left out."""
     items = []
@@ -199,7 +205,14 @@ def _items(reply: Reply, response_id: str) -> list[tuple[Block, dict[str, Any]]]
                 "type": "message",
                 "status": "completed",
                 "role": "assistant",
-                "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": block.text}],
+                "content": [
+                    {
+                        "type": "output_text",
+                        "annotations": [],
+                        "logprobs": _logprobs(request, block.text),
+                        "text": block.text,
+                    }
+                ],  # fmt: skip
             }
         else:
             item = {
@@ -230,7 +243,7 @@ def response_object(request: ChatRequest, reply: Reply, *, status: str = "comple
         "instructions": request.system or None,
         "max_output_tokens": None,
         "model": request.model,
-        "output": [item for _, item in _items(reply, response_id)] if done else [],
+        "output": [item for _, item in _items(request, reply, response_id)] if done else [],
         "parallel_tool_calls": True,
         "previous_response_id": request.continues or None,
         "reasoning": {"effort": "medium" if request.reasoning_enabled else None, "summary": None},
@@ -267,7 +280,7 @@ def _events(request: ChatRequest, reply: Reply) -> list[tuple[dict[str, Any], Pi
     opening = response_object(request, reply, status="in_progress")
     events.append(({"type": "response.created", "response": opening}, None))
     events.append(({"type": "response.in_progress", "response": opening}, None))
-    for index, (block, item) in enumerate(_items(reply, response_id)):
+    for index, (block, item) in enumerate(_items(request, reply, response_id)):
         at = {"item_id": item["id"], "output_index": index}
         if block.type == "reasoning":
             part = {"type": "summary_text", "text": ""}
@@ -291,15 +304,19 @@ def _events(request: ChatRequest, reply: Reply) -> list[tuple[dict[str, Any], Pi
             added = {**item, "status": "in_progress", "content": []}
             events.append(({"type": "response.output_item.added", "output_index": index, "item": added}, None))
             events.append(({"type": "response.content_part.added", **at, "content_index": 0, "part": part}, None))
+            counted = 0  # the text's tokens so far: where a delta's log-probabilities start
             for chunk in text_chunks(reply, block.text):
-                delta = {"type": "response.output_text.delta", **at, "content_index": 0, "delta": chunk, "logprobs": []}
+                logprobs = _logprobs(request, chunk, counted)
+                counted += tokens.count(chunk)
+                delta = {"type": "response.output_text.delta", **at, "content_index": 0, "delta": chunk,
+                         "logprobs": logprobs}  # fmt: skip
                 events.append((delta, Piece(index, "text", chunk)))
             done_text = {
                 "type": "response.output_text.done",
                 **at,
                 "content_index": 0,
                 "text": block.text,
-                "logprobs": [],
+                "logprobs": _logprobs(request, block.text),
             }
             events.append((done_text, None))
             done_part = {**part, "text": block.text}
