@@ -274,3 +274,19 @@ def test_it_gives_legacy_completions_their_logprobs_object(harness: Harness) -> 
     stream = client.completions.create(model="gpt-3.5-turbo-instruct", prompt=PROMPT, logprobs=3, stream=True)
     streamed = [t for c in stream if c.choices and c.choices[0].logprobs for t in c.choices[0].logprobs.tokens]
     assert streamed == logprobs.tokens
+
+
+def test_it_gives_gemini_its_logprobs_result_when_asked(harness: Harness) -> None:
+    config = types.GenerateContentConfig(response_logprobs=True, logprobs=2)
+    answer = harness.genai_client().models.generate_content(model="gemini-2.5-flash", contents=PROMPT, config=config)
+    candidate = answer.candidates[0]
+    chosen = candidate.logprobs_result.chosen_candidates
+    assert "".join(c.token for c in chosen) == answer.text == LOREM
+    assert all(len(top.candidates) == 2 for top in candidate.logprobs_result.top_candidates)
+    assert candidate.avg_logprobs == pytest.approx(sum(c.log_probability for c in chosen) / len(chosen), abs=1e-4)
+    stream = harness.genai_client().models.generate_content_stream(model="gemini-2.5-flash", contents=PROMPT,
+                                                                    config=config)  # fmt: skip
+    streamed = [c.token for chunk in stream for c in chunk.candidates[0].logprobs_result.chosen_candidates]
+    assert streamed == [c.token for c in chosen]
+    plain = harness.genai_client().models.generate_content(model="gemini-2.5-flash", contents=PROMPT)
+    assert plain.candidates[0].logprobs_result is None

@@ -88,11 +88,14 @@ def choices_of(body: dict[str, Any]) -> int:
 def logprobs_of(body: dict[str, Any]) -> int | None:
     """How many alternatives per token the answer's log-probabilities give, or None when it asks for none: Chat
     Completions' ``logprobs: true`` with ``top_logprobs``, the legacy completions' integer ``logprobs``, the
-    Responses API's ``include: ["message.output_text.logprobs"]`` with ``top_logprobs``."""
+    Responses API's ``include: ["message.output_text.logprobs"]`` with ``top_logprobs``, Gemini's
+    ``responseLogprobs`` with ``logprobs``."""
     value = body.get("logprobs")
     include = body.get("include")
     if value is True or (isinstance(include, list) and "message.output_text.logprobs" in include):
         return _count(body.get("top_logprobs")) or 0
+    if _dig(body, "generationConfig", "responseLogprobs") is True:  # Gemini
+        return _count(_dig(body, "generationConfig", "logprobs")) or 0
     return _count(value) if not isinstance(value, bool) else None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from harnessweb.engine import tokens
 from harnessweb.engine.exchange import Block, ChatRequest, Failure, Message, Reply, short_id
 from harnessweb.engine.wire.common import (
     JSON_HEADERS,
@@ -193,14 +194,30 @@ def _response_id(reply: Reply) -> str:
     return short_id(reply.id_seed or "harness", 22)
 
 
+def _logprobs(text: str, top: int | None, start: int = 0) -> dict[str, Any]:
+    """A candidate's ``logprobsResult`` and ``avgLogprobs`` for its text, when the request set ``responseLogprobs``
+    (``top``: the ``logprobs`` alternatives per token)."""
+    if top is None or not text:
+        return {}
+    entries = tokens.logprobs(text, top, start)
+    chosen = [{"token": e["token"], "logProbability": e["logprob"]} for e in entries]
+    alternatives = [
+        {"candidates": [{"token": a["token"], "logProbability": a["logprob"]} for a in e["top_logprobs"]]}
+        for e in entries
+    ]
+    average = round(sum(c["logProbability"] for c in chosen) / len(chosen), 5)
+    return {"logprobsResult": {"topCandidates": alternatives, "chosenCandidates": chosen}, "avgLogprobs": average}
+
+
 @lru_cache(maxsize=1024)
-def encode_response(reply: Reply, model: str) -> Encoded:
+def encode_response(reply: Reply, model: str, top_logprobs: int | None = None) -> Encoded:
     """A non-streamed ``GenerateContentResponse``."""
     candidates = [
         {
             "content": {"role": "model", "parts": [_part(b) for b in blocks]},
             "finishReason": _finish(reply, blocks),
             "index": index,
+            **_logprobs("".join(b.text for b in blocks if b.type == "text"), top_logprobs),
         }
         for index, blocks in (by_choice(reply) or {0: []}).items()
     ]
@@ -214,7 +231,7 @@ def encode_response(reply: Reply, model: str) -> Encoded:
 
 
 @lru_cache(maxsize=1024)
-def encode_stream(reply: Reply, model: str) -> Encoded:
+def encode_stream(reply: Reply, model: str, top_logprobs: int | None = None) -> Encoded:
     """The ``data:`` chunks of a streamed answer: a part per chunk (text and thoughts split by words, a function
     call whole); the last chunk of each candidate carries its ``finishReason``, the last of all ``usageMetadata``."""
     tail = {"modelVersion": model, "responseId": _response_id(reply)}
@@ -237,8 +254,12 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
                 chunks.append((index, part, Piece(at, block.type, text)))
     last_of = {index: max((k for k, (i, _, _) in enumerate(chunks) if i == index), default=-1) for index in groups}
     frames: list[bytes] = []
+    counted: dict[int, int] = {}  # each candidate's text tokens so far: where a chunk's log-probabilities start
     for k, (index, part, _) in enumerate(chunks):
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": index}
+        if "text" in part and not part.get("thought"):
+            candidate.update(_logprobs(part["text"], top_logprobs, counted.get(index, 0)))
+            counted[index] = counted.get(index, 0) + tokens.count(part["text"])
         if last_of.get(index) == k:
             candidate["finishReason"] = _finish(reply, groups[index])
         event: dict[str, Any] = {"candidates": [candidate]}
@@ -251,10 +272,10 @@ def encode_stream(reply: Reply, model: str) -> Encoded:
     return Encoded(200, SSE_HEADERS, tuple(frames), tuple(piece for _, _, piece in chunks))
 
 
-def encode_json_stream(reply: Reply, model: str) -> Encoded:
+def encode_json_stream(reply: Reply, model: str, top_logprobs: int | None = None) -> Encoded:
     """A stream framed as one JSON array (``alt`` other than ``sse``): ``[`` and the first response, then
     ``,`` and each next one, then ``]``, with the same responses the server-sent events carry."""
-    events = encode_stream(reply, model)
+    events = encode_stream(reply, model, top_logprobs)
     frames = [b"[" if i == 0 else b",\r\n" for i in range(len(events.frames))]
     bodies = tuple(
         f + frame.removeprefix(b"data: ").removesuffix(b"\n\n") for f, frame in zip(frames, events.frames, strict=True)
@@ -266,11 +287,11 @@ def encode_reply(reply: Reply, request: ChatRequest) -> Encoded:
     """The answer as the request asked for it (the path said whether to stream, the query how)."""
     if request.stream:
         return (
-            encode_stream(reply, request.model)
+            encode_stream(reply, request.model, request.logprobs)
             if request.framing == "sse"
-            else encode_json_stream(reply, request.model)
+            else encode_json_stream(reply, request.model, request.logprobs)
         )
-    return encode_response(reply, request.model)
+    return encode_response(reply, request.model, request.logprobs)
 
 
 def encode_error(
