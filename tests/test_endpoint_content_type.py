@@ -26,6 +26,7 @@ REQUESTS = {
         "/v1beta/models/gemini-2.5-flash:generateContent",
         {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
     ),
+    "azure": ("/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", {"messages": MESSAGES}),
 }
 
 

@@ -1,8 +1,8 @@
 """Which part of the fake provider a request reaches: a method and path → a :class:`Route`, or a refusal (404 for a
 path nothing serves, 405 for a method a path does not take) that names what is served. Pure.
 
-Every path under ``/v1/`` and ``/v1beta/`` comes here, so a client that calls something we do not serve gets JSON
-in its provider's error format, never an HTML page.
+Every path under ``/v1/``, ``/v1beta/`` and ``/openai/`` (Azure's) comes here, so a client that calls something we
+do not serve gets JSON in its provider's error format, never an HTML page.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 from harnessweb.engine import wire
 from harnessweb.engine.wire import anthropic, gemini, openai, responses
 
-PREFIXES = ("/v1/", "/v1beta/")
+PREFIXES = ("/v1/", "/v1beta/", "/openai/")
 # What the fake endpoints read from a request beyond the provider's own protocol, for the server and the plugin alike.
 RUN_HEADER = "x-harness-run"  # the run a request belongs to
 SCENARIO_HEADER = "x-harness-scenario"  # the scenario it plays
@@ -104,7 +104,9 @@ def resolve(method: str, path: str, headers: Mapping[str, str], query: str = "")
         groups = match.groupdict()
         param = groups.pop("param", None) or ""
         fields = (
-            tuple(protocol.path_fields(param, **groups, query=parse_qs(query)).items()) if groups and protocol else ()
+            tuple(protocol.path_fields(param, **groups, query=parse_qs(query)).items())
+            if kind == "play" and hasattr(protocol, "path_fields")
+            else ()
         )
         return Route(kind, protocol or error_wire(path, headers), param, fields)
     if allowed:

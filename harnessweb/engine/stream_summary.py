@@ -184,6 +184,7 @@ def _gemini(f: Folder, payload: dict[str, Any], whole: bool) -> None:
 _READERS = {
     "anthropic": _anthropic,
     "openai": _openai,
+    "azure": _openai,  # OpenAI's protocol at Azure's path
     "completions": _openai,
     "responses": _responses,
     "gemini": _gemini,

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-from harnessweb.engine.wire import anthropic, completions, gemini, openai, responses
+from harnessweb.engine.wire import anthropic, azure, completions, gemini, openai, responses
 
-WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions, gemini)
+WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions, gemini, azure)
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 
 
