@@ -30,8 +30,52 @@ def test_it_plays_a_scenario_for_an_azure_deployment(harness_server, transaction
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello from Azure."
 
 
-def test_it_answers_an_unserved_azure_path_with_a_json_404(harness_server, transactional_db) -> None:
-    """Azure's embeddings are not served yet: the client gets a 404 in JSON naming the path, not an HTML page."""
+def test_it_answers_an_unserved_azure_path_with_azures_json_404(harness_server, transactional_db) -> None:
+    """A deployment's legacy completions are not served: the client gets a 404 in Azure's format naming the path."""
     with pytest.raises(openai.NotFoundError) as caught:
-        azure(harness_server.url).embeddings.create(model="my-embedding-deployment", input="x")
-    assert "Nothing is served at POST /openai/deployments/my-embedding-deployment/embeddings" in caught.value.message
+        azure(harness_server.url).completions.create(model="my-instruct-deployment", prompt="x")
+    assert (
+        caught.value.body
+        == {
+            "code": "DeploymentNotFound",
+            "message": caught.value.body["message"],
+        }
+        and "Nothing is served at POST /openai/deployments/my-instruct-deployment/completions" in caught.value.message
+    )
+
+
+async def test_it_streams_to_the_async_client_and_embeds_for_a_deployment(harness_server, transactional_db) -> None:
+    client = openai.AsyncAzureOpenAI(azure_endpoint=harness_server.url, api_key="k", api_version="2024-10-21")
+    stream = await client.chat.completions.create(
+        model="chat-deployment", messages=[{"role": "user", "content": "Say hi"}], stream=True
+    )
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text.endswith("Say hi")  # the lorem and its echo
+    vectors = await client.embeddings.create(model="embedding-deployment", input=["alpha", "beta"])
+    assert [len(v.embedding) for v in vectors.data] == [1536, 1536] and vectors.model == "embedding-deployment"
+
+
+def test_it_serves_azures_v1_routes_and_its_error_format(harness_server, transactional_db) -> None:
+    v1 = openai.OpenAI(base_url=f"{harness_server.url}/openai/v1", api_key="k", max_retries=0)
+    reply = v1.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
+    assert reply.choices[0].message.content.endswith("hello")
+    assert v1.responses.create(model="gpt-4o", input="hello").output_text.endswith("hello")
+    make_scenario("azure-limited", [{"turn": 1, "failures_before_success": 1, "failure_status": "rate_limit",
+                                     "failure_retry_after_ms": 1500,
+                                     "response": {"kind": "text", "assistant_text": "ok"}}])  # fmt: skip
+    with pytest.raises(openai.RateLimitError) as caught:
+        azure(harness_server.url).chat.completions.create(
+            model="d", messages=[{"role": "user", "content": "azure-limited"}]
+        )
+    assert caught.value.body == {"code": "429", "message": "Rate limit exceeded (simulated)"}
+    assert caught.value.response.headers["retry-after"] == "2"
+
+
+def test_it_works_under_langchains_azure_chat_model(harness_server, transactional_db) -> None:
+    from langchain_openai import AzureChatOpenAI
+
+    make_scenario("azure-langchain", [{"turn": 1, "response": {"kind": "text", "assistant_text": "From LangChain."}}])
+    model = AzureChatOpenAI(azure_endpoint=harness_server.url, azure_deployment="lc-deployment",
+                            api_version="2024-10-21", api_key="k", max_retries=0)  # fmt: skip
+    assert model.invoke("azure-langchain").content == "From LangChain."
+    assert "".join(chunk.content for chunk in model.stream("azure-langchain")) == "From LangChain."

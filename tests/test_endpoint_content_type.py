@@ -57,6 +57,8 @@ def error_message(protocol: str, body: dict[str, Any]) -> str:
     elif protocol == "gemini":
         assert set(body["error"]) == {"code", "message", "status"}
         assert (body["error"]["code"], body["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    elif protocol == "azure":
+        assert body["error"]["code"] == "BadRequest" and set(body["error"]) == {"code", "message"}
     else:
         assert set(body["error"]) == {"message", "type", "param", "code"}
         assert body["error"]["type"] == "invalid_request_error"

@@ -49,6 +49,8 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
     except orjson.JSONDecodeError as exc:
         raise WireError(f"The request body is not valid JSON: {exc}") from None
     if route.kind == "embeddings":
+        if route.param and isinstance(payload, dict) and "model" not in payload:  # Azure: the deployment is the model
+            payload = {**payload, "model": route.param}
         return payload, embeddings.parse_request(payload)
     if route.kind == "count_tokens":
         return payload, anthropic.encode_token_count(anthropic.parse_count_request(payload))

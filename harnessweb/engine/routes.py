@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from harnessweb.engine import wire
-from harnessweb.engine.wire import anthropic, gemini, openai, responses
+from harnessweb.engine.wire import anthropic, azure, gemini, openai, responses
 
 PREFIXES = ("/v1/", "/v1beta/", "/openai/")
 # What the fake endpoints read from a request beyond the provider's own protocol, for the server and the plugin alike.
@@ -53,6 +53,10 @@ _TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
     *(("POST", wire.path_pattern(module), "play", module) for module in wire.WIRES),
     ("POST", re.escape("/v1/messages/count_tokens"), "count_tokens", anthropic),
     ("POST", re.escape("/v1/embeddings"), "embeddings", openai),
+    # Azure OpenAI beside its chat completions (a wire of its own): a deployment's embeddings, and the v1 routes.
+    ("POST", r"/openai/deployments/(?P<param>[^/]+)/embeddings", "embeddings", azure),
+    ("POST", re.escape("/openai/v1/chat/completions"), "play", openai),
+    ("POST", re.escape("/openai/v1/responses"), "play", responses),
     ("GET", re.escape("/v1/models"), "models", None),
     ("GET", r"/v1/models/(?P<param>[^/:]+)", "model", None),
     ("GET", r"/v1beta/models", "models", gemini),
@@ -81,12 +85,15 @@ def is_provider_path(path: str) -> bool:
 def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
     """The protocol whose format a request expects (of its errors, and of a model list): Google's under
     ``/v1beta/``, for a ``models/…:method`` path or from a Google client (``/v1/models`` is both OpenAI's and
-    Gemini's), Anthropic's when it says ``anthropic-version`` or calls a Messages path, else OpenAI's."""
+    Gemini's), Anthropic's when it says ``anthropic-version`` or calls a Messages path, Azure's under ``/openai/``,
+    else OpenAI's."""
     google_client = "x-goog-api-key" in headers or "x-goog-api-client" in headers
     if path.startswith("/v1beta/") or re.match(r"/v1/models/[^/]+:", path) or google_client:
         return gemini
     if "anthropic-version" in headers or path.startswith(anthropic.PATH):
         return anthropic
+    if path.startswith("/openai/"):
+        return azure
     return openai
 
 
