@@ -1,4 +1,4 @@
-"""The project's URLs: log-in, the admin, the REST API, the scenario pages and the runs pages."""
+"""The project's URLs: the overview (home), log-in, the admin, the REST API, the scenario pages and the runs pages."""
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
@@ -8,9 +8,11 @@ from django.views.generic import RedirectView
 
 from harnessweb import views
 from harnessweb.api import api
+from runs_app.overview import views as overview_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    # The overview is the home page: the log-in (LOGIN_REDIRECT_URL) and the brand link land here.
+    path("", overview_views.overview, name="home"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("login/link/<str:uidb64>/<str:token>/", views.login_link, name="login_link"),

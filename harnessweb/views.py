@@ -1,19 +1,13 @@
-"""Project-level pages: the home redirect and the one-time log-in link that ``make run`` prints."""
+"""Project-level pages: the one-time log-in link that ``make run`` prints (the home page is the overview, in
+``runs_app/overview/``)."""
 
 from django.contrib.auth import get_user_model, login
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.tokens import default_token_generator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET
-
-
-@require_GET
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    return HttpResponseRedirect("/runs/")
 
 
 @require_GET
