@@ -214,6 +214,42 @@
     if (event.target.matches("#scenario-form textarea:not([name=raw])")) fit(event.target);
   });
 
+  // A turn operation (or a tab switch) answers with the whole panel, rendered from the form as it was when the
+  // button was clicked. Whatever was typed while that answer was on its way would be swapped away with it, and the
+  // status line would show the answer made before the edit (the validation queued behind the operation then
+  // confirms the reverted form). So when the form changed in the meantime, the answer is dropped and the same
+  // operation is sent again with the form as it is now. The server is stateless: sending an operation twice is safe.
+  const RESENT_PATHS = ["/editor/turns/", "/editor/panel/"];
+  function formEntries(form) {
+    return Array.from(new FormData(form)).filter(([name, value]) => typeof value === "string");
+  }
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const detail = event.detail;
+    const form = document.getElementById("scenario-form");
+    if (!form || detail.target.id !== "editor-panel" || !detail.requestConfig) return;
+    const button = detail.requestConfig.elt; // the clicked button (detail.elt is the swap's target)
+    if (!RESENT_PATHS.some((path) => detail.pathInfo.requestPath.endsWith(path))) return;
+    if (!button || !button.isConnected || !form.contains(button)) return;
+    const now = formEntries(form);
+    const names = new Set(now.map(([name]) => name));
+    const sent = Array.from(detail.requestConfig.formData).filter(([name]) => names.has(name));
+    if (JSON.stringify(sent) === JSON.stringify(now)) return;
+    detail.shouldSwap = false;
+    // Once this request's hold on the form is released (htmx frees it right after this swap step).
+    setTimeout(() => {
+      if (!button.isConnected) return;
+      button.dataset.resend = "true"; // asked and confirmed already: no second "Remove turn?"
+      button.click();
+    }, 0);
+  });
+  document.addEventListener("htmx:confirm", (event) => {
+    const button = event.detail.elt;
+    if (!button || !button.dataset || !button.dataset.resend) return;
+    delete button.dataset.resend;
+    event.preventDefault();
+    event.detail.issueRequest(true);
+  });
+
   // A turn edit re-renders the whole form: keep the sections the author had opened (or closed) as they were.
   let openSections = null;
   document.addEventListener("htmx:beforeSwap", (event) => {
