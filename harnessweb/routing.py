@@ -10,7 +10,7 @@ from django.urls import path
 from harnessweb.engine.routes import is_provider_path
 from runs_app.endpoint.consumer import FakeEndpointConsumer
 from runs_app.endpoint.recorder import close_recorder
-from runs_app.live.consumers import JudgeBatchConsumer, RunsListConsumer, RunTimelineConsumer
+from runs_app.live.consumers import JudgeBatchConsumer, OverviewConsumer, RunsListConsumer, RunTimelineConsumer
 
 # The live pages: the session cookie says who is watching (the consumers refuse anonymous sockets) and the Origin
 # must be one of ALLOWED_HOSTS, so another site cannot open a socket with a visitor's cookie.
@@ -18,6 +18,7 @@ websocket_urlpatterns = [
     path("ws/runs/", RunsListConsumer.as_asgi()),
     path("ws/runs/<uuid:run_id>/", RunTimelineConsumer.as_asgi()),
     path("ws/judge/<int:batch_id>/", JudgeBatchConsumer.as_asgi()),
+    path("ws/overview/", OverviewConsumer.as_asgi()),
 ]
 
 

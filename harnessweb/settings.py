@@ -136,6 +136,8 @@ if HARNESS_UNMATCHED not in ("lorem", "error"):
 # the database on every request instead, for hosts that share the database but not a file system).
 HARNESS_CATALOG_STAMP = os.environ.get("HARNESS_CATALOG_STAMP", "")
 HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
+# Requests must carry their API key where their provider reads it, else the provider's own 401 (off: lorem for all).
+HARNESS_REQUIRE_KEY = envbool("HARNESS_REQUIRE_KEY")
 # Events kept in memory while the database is unreachable; beyond it the oldest are dropped, and counted on their run.
 HARNESS_RECORDER_BUFFER = envint("HARNESS_RECORDER_BUFFER", 100_000)
 # Key for the deterministic signatures of thinking blocks (not a secret: a test fixture).

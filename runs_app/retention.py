@@ -33,7 +33,8 @@ def prune(cutoff: dt.datetime, batch: int) -> Iterator[tuple[int, int]]:
     per batch."""
     while ids := list(prunable(cutoff).values_list("id", flat=True)[:batch]):
         with transaction.atomic():
-            events = RunEvent.objects.filter(run_id__in=ids).delete()[0]
+            ids = list(prunable(cutoff).filter(id__in=ids).select_for_update().values_list("id", flat=True))
+            events = RunEvent.objects.filter(run_id__in=ids).delete()[0]  # (a run pinned meanwhile is kept)
             runs = Run.objects.filter(id__in=ids).delete()[1].get("runs_app.Run", 0)
         yield runs, events
 

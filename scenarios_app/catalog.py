@@ -18,6 +18,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,15 @@ class RedisStamp:
         self.key = key
         self.client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
         self.errors: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+        self.quiet_until = 0.0  # after a failed read, Redis is not asked again before then (a hung one costs 0.5 s)
 
     def read(self) -> tuple[int, int] | None:
+        if time.monotonic() < self.quiet_until:
+            return None
         try:
             value = self.client.get(self.key)
         except self.errors:
+            self.quiet_until = time.monotonic() + REDIS_QUIET_S
             return None
         return (0, int(value or 0))
 
@@ -71,6 +76,7 @@ class RedisStamp:
 
 
 _redis_stamps: dict[tuple[str, str], RedisStamp] = {}
+REDIS_QUIET_S = 5.0
 
 
 def redis_stamp() -> RedisStamp | None:

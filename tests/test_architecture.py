@@ -19,6 +19,9 @@ PURE = (
     "scenarios_app.editor.binding",
     "scenarios_app.editor.raw",
     "runs_app.live.resilience",
+    "runs_app.overview.figures",  # the overview's figures and its chart's geometry, from rows
+    "runs_app.live.waterfall",  # a run's timing as geometry, from its events
+    "runs_app.live.worddiff",
     "runs_app.judging.verdicts",  # the judge's prompt and parsing, its transcript of a run's events, its call
     "runs_app.judging.transcript",
     "runs_app.judging.client",
@@ -166,12 +169,14 @@ def test_every_module_says_what_it_owns_and_stays_one_room(name: str) -> None:
 
 
 def test_every_protocol_answers_the_consumer_s_calls_the_same_way() -> None:
-    from harnessweb.engine import wire
+    from harnessweb.engine import routes, wire
     from harnessweb.engine.exchange import Failure
 
     assert {"openai", "anthropic", "completions"} <= set(wire.BY_NAME)
-    assert wire.for_path("/v1/responses") is wire.BY_NAME["responses"]
-    assert wire.for_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent") is wire.BY_NAME["gemini"]
+    assert routes.play_wire("/v1/responses") is wire.BY_NAME["responses"]
+    assert routes.play_wire("/v1beta/models/gemini-2.5-flash:streamGenerateContent") is wire.BY_NAME["gemini"]
+    assert routes.play_wire("/openai/v1/responses") is wire.BY_NAME["responses"]
+    assert routes.play_wire("/openai/deployments/d/chat/completions") is wire.BY_NAME["azure"]
     failure = Failure(status="rate_limit", message="slow down", retryable=True, retry_after_ms=1500)
     for module in wire.WIRES:
         assert module.LABEL and isinstance(module.REQUEST_ID_HEADER, bytes)

@@ -132,3 +132,36 @@ def test_it_streams_try_it_into_the_page_as_it_arrives(browser: Any, paced_serve
         assert run.scenario_id == "try-live"
     finally:
         page.context.close()
+
+
+def test_it_keeps_edits_made_while_a_turn_operation_is_answered(admin_page: Any, harness_server: Any) -> None:
+    """A burst: edits typed while a turn operation is on its way were overwritten by its answer (rendered from the
+    form as it was when the button was clicked), and the status line showed the answer made before them."""
+    page = admin_page
+    page.goto(f"{harness_server.url}/scenarios/new/")
+    page.fill("#f-id", "bad id")
+    fill_turn_text(page, 0, "first")
+    expect(page.locator("#validation")).to_contain_text("1 problem")
+
+    # Hold each turn operation's answer long enough for the edits below to land while it is on its way.
+    def held(route: Any) -> None:
+        time.sleep(0.4)
+        route.continue_()
+
+    page.route("**/scenarios/editor/turns/", held)
+    page.click("text=+ Add turn")
+    page.fill("#f-id", "burst-fixed")
+    fill_turn_text(page, 0, "first, edited")
+    page.click("#card-0 button[title='Move down']")
+    page.fill("#f-description", "typed during the move")
+
+    expect(page.locator(".turn-card")).to_have_count(2)
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes", timeout=10_000)
+    expect(page.locator("#f-id")).to_have_value("burst-fixed")
+    expect(page.locator("#err-id")).to_be_empty()
+    expect(page.locator("#f-description")).to_have_value("typed during the move")
+    # The move applied to the edited turn: it is second now.
+    expect(page.locator("#f-turns-1-assistant_text")).to_have_value("first, edited")
+    page.wait_for_timeout(1000)  # nothing late (a queued validation, an operation sent again) changes it
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes")
+    expect(page.locator("#f-id")).to_have_value("burst-fixed")

@@ -107,3 +107,37 @@ async def test_it_keeps_answering_while_the_database_is_down_and_records_when_it
     [dropped] = [e for e in events if e.kind == "events_dropped"]
     assert dropped.data == {"count": 3, "reason": "the database was unreachable"}
     assert recorder.failures == 0 and await recorder.durable(timeout=1) is True
+
+
+@pytest.mark.backends
+@pytest.mark.django_db(transaction=True)
+async def test_it_stores_a_body_with_a_nul_character_on_every_database():
+    recorder = Recorder()
+    run = await recorder.resolve(None, "nul", 1, "openai")
+    recorder.event(run, "request", 1, {"body": {"messages": [{"content": "x\x00y"}], "k\x00": 1}})
+    assert await recorder.flush() is True
+    recorder.event(run, "response", 1, {"text": "after"})
+    assert await recorder.flush() is True
+    events = [e async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")]
+    assert [e.kind for e in events] == ["request", "response"]
+    assert events[0].data["body"]["messages"][0]["content"] in ("x\x00y", "x\ufffdy")  # PostgreSQL: U+FFFD
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_it_drops_a_batch_the_database_refuses_for_good_and_says_so(monkeypatch):
+    from django.db import DataError
+
+    from runs_app.endpoint import writes
+
+    recorder = Recorder()
+    run = await recorder.resolve(None, "poison", 1, "openai")
+    recorder.event(run, "request", 1, {"n": 1})
+    real_write = writes.write
+    monkeypatch.setattr(writes, "write", lambda runs, events: (_ for _ in ()).throw(DataError("invalid input")))
+    assert await recorder.flush() is True and recorder.failures == 0  # not retried: the next batches go on
+    assert await recorder.durable(timeout=1) is True and recorder.dropped == {run.id: 1}
+    monkeypatch.setattr(writes, "write", real_write)
+    recorder.event(run, "response", 1, {"n": 2})
+    assert await recorder.flush() is True and await recorder.flush() is True
+    kinds = [e.kind async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")]
+    assert "response" in kinds and "events_dropped" in kinds and "request" not in kinds

@@ -1,4 +1,5 @@
-"""The live run pages in a real browser, against a paced server: watch an answer type, see a new run arrive."""
+"""The live run pages in a real browser, against a paced server: watch an answer type, see a new run arrive, see a
+run's timing drawn as it happens."""
 
 from __future__ import annotations
 
@@ -119,4 +120,49 @@ def test_it_shows_a_new_run_on_the_list_without_reload(browser, paced_server, tr
     thread.join(30)
     page.wait_for_selector(f"#run-row-{later} .badge.passed", timeout=10_000)
     assert page.evaluate("window.notReloaded") is True
+    page.context.close()
+
+
+def test_it_draws_a_live_run_s_timing_with_the_retry_s_wait_beside_its_retry_after(
+    browser, paced_server, transactional_db, tmp_path
+):
+    # A 429 advising 300 ms, then 24 words in 2-word frames every 120 ms: the SDK waits retry-after-ms, then reads.
+    make_scenario(
+        "waterfall-demo",
+        [
+            {
+                "turn": 1,
+                "failures_before_success": 1,
+                "failure_status": "rate_limit",
+                "failure_retry_after_ms": 300,
+                "response": {"kind": "text", "assistant_text": ANSWER[: ANSWER.index("word24") - 1]},
+            }
+        ],
+        pacing={"chunk_words": 2, "interval_ms": 120},
+    )
+    page = log_in(browser, paced_server)
+    run_id = uuid.uuid4()
+    page.goto(f"{paced_server.url}/runs/{run_id}/?live=1")
+    page.wait_for_selector('[data-live-state="open"]')
+    assert "No request yet" in page.inner_text("#run-waterfall")
+
+    client = openai.OpenAI(base_url=f"{paced_server.url}/v1", api_key=f"sk-{uuid.uuid4().hex}", max_retries=1)
+    thread, result = stream_in_background(client, "waterfall-demo", run_id)
+    # Live: the 429 is drawn, then the retry's row while its frames are still coming.
+    page.wait_for_selector("#waterfall-row-1.state-failed", timeout=10_000)
+    page.wait_for_selector("#waterfall-row-2", timeout=10_000)
+    assert thread.is_alive(), "the retry finished before its row could be watched"
+    thread.join(30)
+    assert result["text"] == ANSWER[: ANSWER.index("word24") - 1]
+    page.wait_for_selector("#waterfall-row-2.state-ok", timeout=10_000)
+    wait = page.locator("#waterfall-row-2 .wf-wait")
+    assert wait.get_attribute("class") == "wf-wait honoured"  # green: it waited at least the 300 ms
+    assert "for a Retry-After of 300 ms" in wait.text_content()
+    fill = page.eval_on_selector("#waterfall-row-2 .wf-wait-bar", "bar => getComputedStyle(bar).fill")
+    assert fill == "rgb(31, 138, 76)"  # --pass
+    assert page.locator("#waterfall-row-2 .wf-dot").count() >= 12  # a dot per frame, 120 ms apart
+    assert page.locator("#waterfall-row-2 .wf-gap").count() >= 11
+    page.click("#run-waterfall summary")
+    assert "honoured" in page.inner_text("#run-waterfall .waterfall-table")
+    page.locator("#run-waterfall").screenshot(path=str(screenshot_path("screenshot-waterfall.png", tmp_path)))
     page.context.close()

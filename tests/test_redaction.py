@@ -1,9 +1,9 @@
-"""One set of secret headers, redacted in runs and refused unredacted in cassettes (runs_app/redaction.py)."""
+"""One set of secret headers, redacted in runs and refused unredacted in cassettes (harnessweb/engine/redaction.py)."""
 
 from __future__ import annotations
 
+from harnessweb.engine.redaction import REDACTED, SECRET_HEADERS, redact_headers
 from runs_app.ci.cassettes import CassetteFile, leaked_secrets
-from runs_app.redaction import REDACTED, SECRET_HEADERS, redact_headers
 
 
 def test_it_redacts_every_secret_header_and_keeps_the_rest() -> None:

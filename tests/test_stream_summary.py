@@ -240,3 +240,16 @@ def test_it_leaves_a_truncated_stream_without_done():
 
 def test_it_says_an_empty_body_is_empty():
     assert summarize(b"").stream_error == "empty body" and summarize(b"").timeline == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"object":"chat.completion.chunk","choices":[{"delta":"x"}]}',
+        '{"object":"chat.completion.chunk","choices":["x"]}',
+        '{"object":"chat.completion.chunk","choices":[{"delta":{"tool_calls":[{"index":{}}]}}]}',
+    ],
+)  # fmt: skip
+def test_it_says_a_misshapen_payload_is_a_stream_error_and_never_raises(line):
+    summary = summarize(f"data: {line}\n\ndata: [DONE]\n\n".encode(), headers=[("content-type", "text/event-stream")])
+    assert summary.stream_error is not None and "not shaped as its protocol's" in summary.stream_error

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harnessweb.engine import vcr
-from runs_app.redaction import SECRET_HEADERS
+from harnessweb.engine.redaction import SECRET_HEADERS
 from tests.conftest import VCR_DIR
 
 

@@ -25,6 +25,7 @@ UNMATCHED_HEADER = "x-harness-unmatched"  # "error": a 404 rather than the lorem
 RUN_KEY_PREFIX = "harness-run-"  # an API key naming the run, for programs that build their own clients
 CASSETTE_HEADER = "x-harness-cassette"  # the stored cassette that answers (replayed, or recorded as the mode says)
 RECORD_HEADER = "x-harness-record"  # record the exchange with the real provider as this cassette
+REQUIRE_KEY_HEADER = "x-harness-require-key"  # "1": the key must arrive where the provider reads it
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,13 @@ def _shown(pattern: str) -> str:
 
 SERVED = tuple(f"{method} {_shown(pattern)}" for method, pattern, *_ in _TABLE)
 _COMPILED = tuple((method, re.compile(pattern), kind, protocol) for method, pattern, kind, protocol in _TABLE)
+
+
+def play_wire(path: str) -> ModuleType | None:
+    """The protocol a path's requests are played in (its ``play`` route's), or None: how a recorded request is read
+    back (the run page, the judge's transcript, a cassette's protocol)."""
+    path = path.rstrip("/") or "/"
+    return next((p for _, pattern, kind, p in _COMPILED if kind == "play" and pattern.fullmatch(path)), None)
 
 
 def is_provider_path(path: str) -> bool:

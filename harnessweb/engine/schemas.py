@@ -262,6 +262,9 @@ class Scenario(_Model):
     embeddings: list[EmbeddingPin] = Field(default_factory=list)
     # A stored VCR cassette (its name, with or without .json) that answers this scenario's requests, byte for byte.
     cassette: str | None = Field(None, min_length=1, max_length=300)
+    # Its requests must carry their API key where their provider reads it (else the provider's own 401); left out of
+    # the canonical JSON when unset.
+    require_key: bool | None = None
 
     @field_validator("turns")
     @classmethod

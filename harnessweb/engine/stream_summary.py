@@ -336,6 +336,8 @@ def summarize(
             f.done()
     except StreamBroken as exc:
         summary.stream_error = str(exc)
+    except (AttributeError, TypeError, KeyError, IndexError) as exc:  # JSON of the protocol's name, not its shape
+        summary.stream_error = f"a payload not shaped as its protocol's: {type(exc).__name__}: {exc}"
     if utf8_error and summary.stream_error is None:
         summary.stream_error = utf8_error
     return summary

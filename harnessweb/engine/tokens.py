@@ -19,18 +19,20 @@ from harnessweb.engine.exchange import Block, ChatRequest, Reply, Usage
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
 Authored = tuple[int | None, int | None, int | None]
-_ALTERNATIVES = ("the", " the", ",", ".", " and", " of", " to", " a", " in", " is", " lorem", " ipsum", "\n", " it")
+# Tokens offered as the less likely alternatives: more than the 20 ``top_logprobs`` an API allows, so they never repeat.
+_ALTERNATIVES = (
+    "the", " the", ",", ".", " and", " of", " to", " a", " in", " is", " lorem", " ipsum", "\n", " it", " that",
+    " for", " on", " with", " as", " was", " be", " by", ":", ";",
+)  # fmt: skip
 
 
 def tokens(text: str) -> list[str]:
-    """The tokens of a text; trailing whitespace rides with the last one, so that they join to the text."""
+    """The tokens of a text; trailing whitespace rides with the last one, so that they join to the text (a text of
+    whitespace alone has none, as :func:`count` says)."""
     found = _TOKEN.findall(text)
     tail = text[sum(map(len, found)) :]
-    if tail:
-        if found:
-            found[-1] += tail
-        else:
-            found = [tail]
+    if tail and found:
+        found[-1] += tail
     return found
 
 

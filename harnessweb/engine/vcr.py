@@ -14,15 +14,14 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 
+from harnessweb.engine.redaction import redact, redact_url
+
 MODES = ("playback", "record", "auto")
 VERSION = "1.0"
-REDACTED = "[REDACTED]"
-# Query parameters that carry a key (Gemini's ``?key=``): redacted in a recorded URL.
-SECRET_QUERY = frozenset({"key", "api_key", "api-key"})
 # Headers that describe one connection or one encoding of the body, not the answer: the server sending the replay
 # frames it itself (a recorded ``Transfer-Encoding: chunked`` or ``Content-Length`` would be sent twice or be
 # wrong), and a recorded body is already decoded, so its ``Content-Encoding`` no longer holds.
@@ -236,23 +235,6 @@ def replay(interaction: Mapping[str, Any]) -> Replay:
 
 
 # -- recording -------------------------------------------------------------------------------------------------------
-
-
-def redact_url(url: str) -> str:
-    """A URL with the value of each key-bearing query parameter (``key=``) replaced by the marker."""
-    parts = urlsplit(url)
-    if not parts.query:
-        return url
-    pairs = [
-        (k, REDACTED if k.lower() in SECRET_QUERY else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit(parts._replace(query=urlencode(pairs, safe="[]")))
-
-
-def redact(headers: Iterable[tuple[str, str]], secrets: Collection[str]) -> list[list[str]]:
-    """Headers as a cassette holds them, each secret's value (``secrets``: lower-case names) replaced by the
-    marker; a set-cookie or cookie goes too, as every secret header does."""
-    return [[name, REDACTED if name.lower() in secrets else value] for name, value in headers]
 
 
 def recorded_request(

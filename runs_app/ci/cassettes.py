@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harnessweb.engine.redaction import REDACTED, SECRET_HEADERS
 from runs_app.models import Provider
-from runs_app.redaction import REDACTED, SECRET_HEADERS
 
 # The older cassette names (``{provider}_{scenario}.json``, as in the shared fixtures) name the same scenarios as the
 # seed's ``verify_{provider}_{scenario}.json`` files differently.

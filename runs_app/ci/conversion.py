@@ -10,8 +10,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessweb.engine import schemas
-from runs_app.ci.cassettes import CassetteFile
+from runs_app.ci.cassettes import CassetteFile, parse_cassette_name
 from runs_app.ci.recordings import NothingToConvert, scenario_from_cassette
+from runs_app.models import Provider
 from scenarios_app.models import Scenario
 
 
@@ -44,7 +45,8 @@ def convert(
     "updated" or "unchanged", and the scenario. Raises ConversionError, writing nothing."""
     data = load_cassette(raw, name)
     try:
-        scenario = scenario_from_cassette(data, name, scenario_id or None)
+        parsed = parse_cassette_name(name, Provider.objects.values_list("name", flat=True))
+        scenario = scenario_from_cassette(data, name, scenario_id or None, provider=parsed[0] if parsed else "")
     except NothingToConvert as exc:
         raise ConversionError(f"Nothing to convert: {exc}") from None
     except ValidationError as exc:

@@ -14,9 +14,9 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from harnessweb.engine import schemas
+from harnessweb.engine import routes, schemas
 from harnessweb.engine.stream_summary import StreamSummary, summarize
-from harnessweb.engine.wire import BY_NAME, for_path
+from harnessweb.engine.wire import BY_NAME
 from harnessweb.engine.wire.common import WireError
 
 # The failure kind a recorded error status plays back as; any other status is a model_error with that status.
@@ -57,7 +57,7 @@ def protocol_of(request: dict[str, Any]) -> str:
     """The protocol a recorded request speaks, from its URL's path (Azure's deployments path is Chat Completions);
     ``""`` for one the harness does not serve."""
     path = urlsplit(str(request.get("url") or "")).path.rstrip("/")
-    wire = for_path(path) or for_path(re.sub(r"^.*?(/v1(?:beta)?/)", r"\1", path))
+    wire = routes.play_wire(path) or routes.play_wire(re.sub(r"^.*?(/v1(?:beta)?/)", r"\1", path))
     if wire is not None:
         return wire.PROTOCOL
     if path.endswith("/chat/completions"):
@@ -226,7 +226,9 @@ def _failed(summary: StreamSummary) -> bool:
     return summary.status >= 400 or summary.stream_error is not None or not summary.has_done
 
 
-def scenario_from_cassette(data: dict[str, Any], name: str, scenario_id: str | None = None) -> schemas.Scenario:
+def scenario_from_cassette(
+    data: dict[str, Any], name: str, scenario_id: str | None = None, provider: str = ""
+) -> schemas.Scenario:
     """The cassette as a scenario: each interaction read into the turn its request asks for; a turn's failing
     interactions before its first answer become ``failures_before_success`` with the first failure's settings
     (``always`` when no answer follows); later repeats of an answered turn are left out.
@@ -273,7 +275,7 @@ def scenario_from_cassette(data: dict[str, Any], name: str, scenario_id: str | N
             item.update(turn["failure"])
             item["failures_before_success"] = turn["failures"] if turn["answer"] is not None else "always"
         scenario_turns.append(item)
-    provider = re.sub(r"^verify_", "", name).split("_")[0].lower()
+    provider = provider or re.sub(r"^verify_", "", name).split("_")[0].lower()  # the registry's, else a guess
     description = f"Imported from the cassette {name}" + (f" ({'; '.join(notes)})" if notes else "")
     return schemas.Scenario.model_validate(
         {

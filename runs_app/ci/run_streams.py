@@ -23,10 +23,10 @@ from django.conf import settings
 
 from harnessweb.engine import respond, routes
 from harnessweb.engine.exchange import Block, ChatRequest, Decision, Failure, Reply, Usage, sign_thinking
+from harnessweb.engine.redaction import redact
 from harnessweb.engine.wire.common import Encoded, WireError
 from runs_app.ci.recordings import summarize_interaction
 from runs_app.models import Run, RunEvent
-from runs_app.redaction import REDACTED, SECRET_HEADERS
 
 BASE_URL = "http://harness.local"  # the host of an exported request: the harness, wherever it ran
 CASSETTE_VERSION = "1.0"
@@ -133,10 +133,7 @@ def interaction(exchange: Exchange) -> dict[str, Any]:
         response["body_chunks"] = [frame.decode("utf-8") for frame in frames]
     except UnicodeDecodeError:
         response["body_chunks_base64"] = [base64.b64encode(frame).decode("ascii") for frame in frames]
-    headers = [
-        [str(name), REDACTED if str(name).lower() in SECRET_HEADERS else str(value)]
-        for name, value in (request.get("headers") or {}).items()
-    ]
+    headers = redact((str(name), str(value)) for name, value in (request.get("headers") or {}).items())
     return {
         "request": {
             "method": str(request.get("method") or "POST"),

@@ -9,26 +9,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Any
 
 import httpx2
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
 from harnessweb.engine import vcr
+from harnessweb.engine.redaction import SECRET_HEADERS, redact_url
 from harnessweb.engine.routes import CASSETTE_HEADER, RECORD_HEADER
 from runs_app.ci.cassettes import CassetteFile, cassette_file_name, leaked_secrets, parse_cassette_name
 from runs_app.endpoint.recorder import get_recorder
 from runs_app.lifecycle import Replied, next_status
 from runs_app.models import Cassette, Provider
-from runs_app.redaction import SECRET_HEADERS
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 # The provider whose real API a protocol's requests are forwarded to: HARNESS_UPSTREAM_<PROVIDER>_URL.
 UPSTREAM_OF = {"openai": "openai", "responses": "openai", "completions": "openai", "anthropic": "anthropic"}
 UPSTREAM_TIMEOUT = httpx2.Timeout(300.0, connect=10.0)
+
+log = logging.getLogger(__name__)
 
 
 def upstream_provider(protocol: str) -> str:
@@ -172,20 +176,35 @@ async def forward(consumer: Any, name: str, body: bytes) -> int:
         if started:  # the provider broke off: the client gets what came, nothing is stored
             await consumer.send_body(b"", more_body=False)
             return response.status_code
-        message = f"Recording cassette '{name}': the provider at {vcr.redact_url(url)} could not be reached ({exc})"
+        message = f"Recording cassette '{name}': the provider at {redact_url(url)} could not be reached ({exc})"
         return await refuse(consumer, 502, message)
     interaction = {
         "request": vcr.recorded_request(method, url, headers, body, SECRET_HEADERS),
         "response": vcr.recorded_response(response.status_code, received, chunks, SECRET_HEADERS),
     }
-    await sync_to_async(store)(name, interaction, provider)
-    await consumer.send_body(b"", more_body=False)
+    try:
+        await sync_to_async(store)(name, interaction, provider)
+    except Exception:  # the client still gets the end of what the provider sent
+        log.exception("Recording cassette %r: could not store the interaction", name)
+    finally:
+        await consumer.send_body(b"", more_body=False)
     return response.status_code
 
 
 def store(name: str, interaction: dict[str, Any], provider: str) -> Cassette:
     """Add a recorded interaction to the cassette of that name, stored as a new row (the newest of a name is the one
-    replayed; earlier ones stay as they were uploaded or recorded)."""
+    replayed; earlier ones stay as they were uploaded or recorded). Recordings of one name take turns (SQLite's
+    write lock, a PostgreSQL advisory lock), so that none loses another's interaction."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(%s)", [int(hashlib.sha256(name.encode()).hexdigest()[:15], 16)]
+                )
+        return _stored(name, interaction, provider)
+
+
+def _stored(name: str, interaction: dict[str, Any], provider: str) -> Cassette:
     latest = _latest(name)
     previous = json.loads(bytes(latest.content)) if latest is not None else None
     file_name = latest.name if latest is not None else cassette_file_name(vcr.file_name(name))[:300]

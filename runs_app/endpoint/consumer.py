@@ -21,7 +21,7 @@ from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from harnessweb.engine import configured, respond, routes
+from harnessweb.engine import configured, keys, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
     Decision,
@@ -31,20 +31,19 @@ from harnessweb.engine.exchange import (
     ScenarioNotFound,
 )
 from harnessweb.engine.playback import decide
-from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX, SCENARIO_HEADER, UNMATCHED_HEADER
+from harnessweb.engine.redaction import redact_headers
+from harnessweb.engine.routes import REQUIRE_KEY_HEADER, SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
 from runs_app.endpoint import cassette_replay, conversations, scripts
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt, while_up
 from runs_app.lifecycle import Refused, Replied, next_status
-from runs_app.redaction import redact_headers
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
 LIVE_INTERVAL_S = 0.05
 
 
-API_KEY_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
 # Content types whose body servers read as form fields, never as JSON: a JSON body sent with one gets a 400 naming it
 # (the same under daphne and uvicorn: harnessweb/serve.py). Other types (none, text/plain) are still read as JSON.
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -53,8 +52,8 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: str = "") -> str:
     """API key (a header, or Gemini's ``?key=``), system prompt and first user message: tests with their own keys
     never share a run."""
-    api_key = next((headers[name] for name in API_KEY_HEADERS if headers.get(name)), query_key)
-    raw = "\x1f".join((request.protocol, api_key, request.system, request.first_user))
+    found = keys.secret(headers, query_key)
+    raw = "\x1f".join((request.protocol, found[1] if found else "", request.system, request.first_user))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
@@ -95,6 +94,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.protocol = routes.error_wire(scope["path"], self.headers)
         self.started = time.perf_counter()
         self.first_byte: float | None = None
+        self.frame_ms: list[int] = []  # when each frame went out, ms after the first byte (the response event's)
         self.run: RunState | None = None
         self.turn: int | None = None
         self.request_id = f"req_{uuid.uuid4().hex[:24]}"
@@ -187,14 +187,13 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 await self.pause(interval_ms / 1000)
             elif not i and stall_ms:
                 await self.pause(stall_ms / 1000)
+            self._mark()  # the last frame's time too: it is ready now, and goes out once its events are committed
             if i == last and finish is not None:
                 if live and self.run is not None:  # watchers see what the client has before the response's events
                     await get_recorder().live(self.run, self.turn, live)
                     live = []
                 await self._finish(finish)
             await self.send_body(frame, more_body=i != last)
-            if self.first_byte is None:
-                self.first_byte = time.perf_counter()
             piece = encoded.pieces[i] if i < len(encoded.pieces) else None
             if piece is not None and self.run is not None:
                 live.append(piece)
@@ -211,6 +210,12 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             await self.send_body(b"")
         if live and self.run is not None:
             await get_recorder().live(self.run, self.turn, live)
+
+    def _mark(self) -> None:
+        now = time.perf_counter()
+        if self.first_byte is None:
+            self.first_byte = now
+        self.frame_ms.append(round((now - self.first_byte) * 1000))
 
     async def _finish(self, finish: Callable[[], None]) -> None:
         if self.first_byte is None:  # a one-frame response: its first byte is its last
@@ -247,7 +252,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.reply(self._error(400, message, "content-type"))
         try:
             payload, request = respond.read_request(route, body)
-            explicit = self._run_header()
+            explicit = keys.run_named(self.headers, self.query_key)
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
         if isinstance(request, Encoded):
@@ -260,24 +265,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.reply(self.protocol.encode_unknown_answer(request.continues, self.request_id))
             request = full
         await self.play(request, explicit, payload)
-
-    def _run_header(self) -> uuid.UUID | None:
-        """The run the request names: ``X-Harness-Run``, or an API key ``harness-run-<uuid>`` (what a program that
-        builds its own default client can be given through its environment, e.g. ``OPENAI_API_KEY``)."""
-        value = self.headers.get(RUN_HEADER)
-        if value is None:
-            keys = [self.headers.get(name, "") for name in API_KEY_HEADERS] + [self.query_key]
-            named = next((k.removeprefix("Bearer ") for k in keys if RUN_KEY_PREFIX in k), None)
-            if named is None:
-                return None
-            try:
-                return uuid.UUID(named.strip().removeprefix(RUN_KEY_PREFIX))
-            except ValueError:
-                return None
-        try:
-            return uuid.UUID(value.strip())
-        except ValueError:
-            raise WireError(f"{RUN_HEADER} must be a UUID, got {value[:80]!r}", RUN_HEADER) from None
 
     async def models(self) -> None:
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
@@ -310,11 +297,13 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 "path": self.scope["path"],
                 "headers": redact_headers(self.headers),
                 "body": payload,
+                "key": vars(key) if (key := keys.presented(self.headers, self.query_key)) else None,
             },
         )
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
         taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
         failure = None
+        required = settings.HARNESS_REQUIRE_KEY or self.headers.get(REQUIRE_KEY_HEADER) == "1"
         if taken is not None and taken.entry is not None:
             key = settings.HARNESS_SIGNATURE_KEY
             decision, failure = configured.play(taken.entry, request, taken.index, key)
@@ -336,6 +325,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.refuse(404, str(exc))
             except InvalidRequest as exc:
                 return await self.refuse(400, str(exc))
+            scenario = catalog.by_id.get(decision.scenario_id)
+            required = required or bool(scenario and scenario.require_key)
+        if required and (refused := keys.refusal(self.protocol.PROTOCOL, self.headers, self.query_key)):
+            return await self.refuse(*refused)
         changes: dict[str, Any] = {"mode": decision.mode}
         if decision.scenario_id:
             changes["scenario_id"] = decision.scenario_id
@@ -439,10 +432,11 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
         await self.send_out(out, finish)
 
-    def _timings(self) -> dict[str, float | None]:
+    def _timings(self) -> dict[str, Any]:
         now = time.perf_counter()
         ttfb = round((self.first_byte - self.started) * 1000, 3) if self.first_byte else None
-        return {"ttfb_ms": ttfb, "duration_ms": round((now - self.started) * 1000, 3)}
+        # A copy: frames still to be sent must not change the event already queued.
+        return {"ttfb_ms": ttfb, "duration_ms": round((now - self.started) * 1000, 3), "frame_ms": list(self.frame_ms)}
 
     async def http_disconnect(self, message: dict[str, Any]) -> None:
         raise StopConsumer()

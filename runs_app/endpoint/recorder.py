@@ -35,6 +35,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import (
     DatabaseError,
+    DataError,
     IntegrityError,
     close_old_connections,
     transaction,
@@ -249,6 +250,14 @@ class Recorder:
         generation, runs, events = self._take_batch()
         try:
             events = await sync_to_async(writes.write)(runs, events)
+        except (DataError, IntegrityError):  # a batch the database refuses for good: dropped, counted, not retried
+            log.exception("Dropped a batch the database refuses (%d runs, %d events)", len(runs), len(events))
+            for event in events:
+                self.dropped[event.run_id] = self.dropped.get(event.run_id, 0) + 1
+            async with self._flushed:
+                self.committed = max(self.committed, generation)
+                self._flushed.notify_all()
+            return True
         except Exception:
             self.failures += 1
             if self.failures == 1:

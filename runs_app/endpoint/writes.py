@@ -4,6 +4,7 @@ collide with another process's events of the same runs."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from datetime import datetime
@@ -48,6 +49,20 @@ def _insert_sql(model: type[models.Model], columns: list[str], update: tuple[str
     return sql
 
 
+def without_nul(value: Any) -> Any:
+    """A JSON value with U+0000 in its strings (and keys) replaced by U+FFFD; the value itself when it holds none
+    (one ``json.dumps`` to look, a walk only when needed)."""
+    if "\\u0000" not in json.dumps(value):
+        return value
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nul(v) for v in value]
+    return value
+
+
 def _converter(field: models.Field, conn: Any) -> Any:
     """How one column's values become parameters: what ``get_db_prep_save`` does for the field types the recorder
     writes, without its per-value dispatch (the batch's largest cost)."""
@@ -57,6 +72,8 @@ def _converter(field: models.Field, conn: Any) -> Any:
     if isinstance(target, models.DateTimeField):
         return conn.ops.adapt_datetimefield_value
     if isinstance(target, models.JSONField):
+        if conn.vendor == "postgresql":  # jsonb refuses U+0000, which a client's JSON body may carry
+            return lambda v: conn.ops.adapt_json_value(without_nul(v), target.encoder)
         return lambda v: conn.ops.adapt_json_value(v, target.encoder)
     if isinstance(target, models.CharField | models.TextField | models.IntegerField | models.BooleanField):
         return lambda v: v

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harnessweb.engine import wire
+from harnessweb.engine import routes, wire
 from runs_app.judging.verdicts import TranscriptMessage
 
 # A timeline line quotes at most this much of a text.
@@ -26,7 +26,7 @@ def _quote(text: Any) -> str:
 
 def _parsed(data: Mapping[str, Any]) -> Any:
     """The neutral request a recorded request event carried, or None when its body is not a conversation."""
-    protocol = wire.for_path(str(data.get("path", ""))) or wire.BY_NAME.get(str(data.get("protocol", "")))
+    protocol = routes.play_wire(str(data.get("path", ""))) or wire.BY_NAME.get(str(data.get("protocol", "")))
     body = data.get("body")
     if protocol is None or not isinstance(body, dict):
         return None

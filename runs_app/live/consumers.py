@@ -1,4 +1,5 @@
-"""The live pages' WebSocket consumers: new rows on the runs list, and a run page's turns growing as they happen.
+"""The live pages' WebSocket consumers: new rows on the runs list, a run page's turns growing as they happen, and
+the overview's widgets.
 
 They render through :mod:`runs_app.live.fragments` (the same partials as the pages) and read the database only in
 batches, so a burst of events costs a few queries rather than one each.
@@ -18,6 +19,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from runs_app.endpoint.recorder import RUNS_GROUP, group_name
 from runs_app.judging import batches
 from runs_app.live import fragments
+from runs_app.overview import presenters as overview
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +27,14 @@ log = logging.getLogger(__name__)
 CLOSE_UNAUTHENTICATED = 4403
 # The ends of a response (or of an attempt at one): the next chunk for that turn starts a new stream.
 ATTEMPT_ENDS = frozenset({"response", "rejected", "client_disconnected"})
+# The events that move a run's timing waterfall (a row begins, fails, ends): others leave it as it is.
+TIMING_KINDS = ATTEMPT_ENDS | {"request", "failure_injected"}
 
 render_run_rows = database_sync_to_async(fragments.render_run_rows)
 render_run_updates = database_sync_to_async(fragments.render_run_updates)
 run_turns_since = database_sync_to_async(fragments.run_turns_since)
 render_judge_progress = database_sync_to_async(batches.render_progress)
+render_overview = database_sync_to_async(overview.render_widgets)
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -117,6 +122,7 @@ class RunTimelineConsumer(LiveConsumer):
         self.streaming: set[int] = set()  # turns receiving chunks since their last attempt ended
         self.blocks: set[tuple[int, int]] = set()  # (turn, block) containers in the stream viewers
         self.dirty: set[int] = set()
+        self.timing = False  # the waterfall is due to be sent again
         self.live_groups = [group_name(self.run_id)]
         await self.channel_layer.group_add(self.live_groups[0], self.channel_name)
 
@@ -125,12 +131,14 @@ class RunTimelineConsumer(LiveConsumer):
         self.cards |= shown
         if changed:
             self.dirty |= changed
+            self.timing = True
             self.schedule()
 
     async def run_event(self, message: dict[str, Any]) -> None:
         turn = _turn_number(message.get("turn"))
         if message.get("kind") in ATTEMPT_ENDS:
             self.streaming.discard(turn)
+        self.timing = self.timing or message.get("kind") in TIMING_KINDS
         self.dirty.add(turn)
         self.schedule()
 
@@ -152,11 +160,12 @@ class RunTimelineConsumer(LiveConsumer):
 
     async def send_batch(self) -> None:
         turns, self.dirty = self.dirty, set()
+        timing, self.timing = self.timing, False
         # The cards first, in their own frame: chunks handled while the database is read must find them.
         cards = self._new_cards(turns)
         if cards:
             await self.send(text_data=cards)
-        html = await render_run_updates(self.run_id, turns, frozenset(self.streaming))
+        html = await render_run_updates(self.run_id, turns, frozenset(self.streaming), timing=timing)
         if html:
             await self.send(text_data=html)
 
@@ -182,3 +191,34 @@ class JudgeBatchConsumer(LiveConsumer):
         html = await render_judge_progress(self.batch_id)
         if html:
             await self.send(text_data=html)
+
+
+class OverviewConsumer(LiveConsumer):
+    """``/ws/overview/?period=``: the overview's widgets re-rendered (one out-of-band swap) when runs start or change.
+    Its figures aggregate the whole period, so changes are gathered for half a second before each render."""
+
+    batch_s = 0.5
+
+    async def join(self) -> None:
+        self.period = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("period", [""])[0]
+        self.staff = bool(getattr(self.scope["user"], "is_staff", False))
+        headers = dict(self.scope.get("headers") or [])
+        scheme = "https" if self.scope.get("scheme") == "wss" else "http"
+        self.base_url = f"{scheme}://{headers.get(b'host', b'localhost').decode('latin-1')}"
+        self.pending = False
+        self.live_groups = [RUNS_GROUP]
+        await self.channel_layer.group_add(RUNS_GROUP, self.channel_name)
+
+    async def catch_up(self) -> None:
+        await self.run_changed({})  # runs that changed between the page's rendering and this socket
+
+    async def run_changed(self, message: dict[str, Any]) -> None:
+        self.pending = True
+        self.schedule()
+
+    async def send_batch(self) -> None:
+        # A change that arrives while the figures are read would find this batch still running (schedule() skips
+        # it), so render again until none came in meanwhile: the last render always follows the last change.
+        while self.pending:
+            self.pending = False
+            await self.send(text_data=await render_overview(self.period, staff=self.staff, base_url=self.base_url))

@@ -22,6 +22,7 @@ from runs_app.live.presenters import (
     run_filters,
     run_row,
     turn_context,
+    waterfall_context,
 )
 from runs_app.models import Run, RunEvent
 
@@ -63,8 +64,9 @@ def render_turn_card(number: int) -> str:
     return render_to_string("runs_app/run_turn_new.html", {"turn": pending_turn(number)})
 
 
-def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[int] = ()) -> str:
-    """The header, the resilience summary and the given turns' parts, as oob swaps.
+def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[int] = (), *, timing: bool = True) -> str:
+    """The header, the resilience summary, the timing waterfall (when ``timing``: an event that moves it came) and
+    the given turns' parts, as oob swaps.
 
     The stream viewer of a turn is replaced only once its answer is recorded complete and no new attempt is
     ``streaming``: then the recorded answer fills in whatever chunks a page opened mid-stream never saw.
@@ -80,6 +82,9 @@ def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[in
         ),
         render_to_string("runs_app/run_resilience.html", {"resilience": resilience_context(run, events), "oob": True}),
     ]
+    if timing:
+        context = {"waterfall": waterfall_context(run_id, run, events), "oob": True}
+        parts.append(render_to_string("runs_app/run_waterfall.html", context))
     for number in sorted(turns):
         turn = turn_context(run, number, by_turn.get(number, []), stored)
         templates = TURN_PARTS

@@ -10,13 +10,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessweb.engine import wire
+from harnessweb.engine import routes, wire
 from harnessweb.engine.expectations import expectations
 from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.engine.schemas import ScenarioTurn
 from harnessweb.engine.wire.common import WireError
 from harnessweb.text import plural, pretty_json
 from runs_app.live.resilience import describe, format_ms
+from runs_app.live.worddiff import closest_passage, sides, word_diff
 from runs_app.models import Run, RunEvent
 from scenarios_app.models import Scenario
 
@@ -221,7 +222,7 @@ def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _wire_for(path: str) -> ModuleType:
-    return wire.for_path(path) or wire.openai
+    return routes.play_wire(path) or wire.openai
 
 
 def request_panel(event: RunEvent) -> dict[str, Any]:
@@ -250,9 +251,11 @@ def request_panel(event: RunEvent) -> dict[str, Any]:
     if isinstance(gemini_system, dict):
         messages.insert(0, _message(_gemini_content({**gemini_system, "role": "system"})))
     skip = {"messages", "tools", "system", "input", "prompt", "instructions", "contents", "systemInstruction"}
+    key = data.get("key") if isinstance(data.get("key"), dict) else None
     return {
         "seq": event.seq,
         "path": data.get("path", ""),
+        "key": f"{key.get('place', '')}, fingerprint {key.get('fingerprint', '')}" if key else "none",
         "params": [{"name": k, "value": _compact(v)} for k, v in body.items() if k not in skip],
         "messages": messages,
         "tools": _tools(body),
@@ -312,7 +315,13 @@ def expectation_rows(scenario: ScenarioSchema, step: ScenarioTurn | None, reques
         sent = _wire_for(data.get("path", "")).parse_request(data.get("body"))
     except WireError as exc:
         return [{"what": "Request", "expected": "a valid request", "actual": exc.message, "ok": False}]
-    return [vars(row) for row in expectations(scenario, step, sent)]
+    rows = [vars(row) for row in expectations(scenario, step, sent)]
+    for row in rows:
+        # A missing fragment beside what the system prompt says in its place, word by word.
+        passage = closest_passage(sent.system, row["expected"]) if row["what"] == "System prompt includes" else ""
+        if not row["ok"] and passage:
+            row["diff"] = sides(word_diff(row["expected"], passage))
+    return rows
 
 
 def expectations_panel(run: Run, turn: int, request: RunEvent | None, stored: Scenario | None) -> dict[str, Any] | None:

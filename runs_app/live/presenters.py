@@ -19,6 +19,7 @@ from runs_app.ci.cassette_page import short_timeline
 from runs_app.ci.run_streams import run_summaries
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
+from runs_app.live.waterfall import build as build_waterfall
 from runs_app.models import Run, RunEvent
 from scenarios_app.models import Scenario
 
@@ -172,12 +173,24 @@ def header_context(
 _THEN = {"retried": "retried", "went on": "went on to a later turn", "gave up": "gave up", "waiting": "no retry yet"}
 
 
+def _as_dicts(events: list[RunEvent]) -> list[dict[str, Any]]:
+    """Events as the pure analyses read them."""
+    return [{"seq": e.seq, "timestamp": e.timestamp, "kind": e.kind, "turn": e.turn, "data": e.data} for e in events]
+
+
+def _is_live(run: Run | None) -> bool:
+    return run is None or run.status == Run.Status.RUNNING
+
+
+def waterfall_context(run_id: uuid.UUID | str, run: Run | None, events: list[RunEvent]) -> dict[str, Any]:
+    """Context of ``runs_app/run_waterfall.html``: the run's requests on one time axis (runs_app/live/waterfall.py)."""
+    label = (run.scenario_id or run.name or str(run_id)) if run else str(run_id)
+    return {"chart": build_waterfall(_as_dicts(events), live=_is_live(run)), "run_label": label}
+
+
 def resilience_context(run: Run | None, events: list[RunEvent]) -> dict[str, Any]:
     """Context of ``runs_app/run_resilience.html``: the analysis of the run's events, with rows for its table."""
-    report = analyse(
-        [{"seq": e.seq, "timestamp": e.timestamp, "kind": e.kind, "turn": e.turn, "data": e.data} for e in events],
-        live=run is None or run.status == Run.Status.RUNNING,
-    )
+    report = analyse(_as_dicts(events), live=_is_live(run))
     flagged = {f.sentence for f in report.flagged}
     rows = []
     for failure in report.failures:

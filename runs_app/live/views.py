@@ -1,5 +1,5 @@
 """The runs pages: the list (filters, pages, new rows live), a run's page (turns, timeline, resilience, stream
-summaries) and its export as a cassette."""
+summaries), its export as a cassette, and two runs compared."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import uuid
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from harnessweb.htmx import vary_on_htmx, wants_partial
 from runs_app.ci.run_streams import cassette_file_name
 from runs_app.ci.run_streams import run_cassette as run_cassette_data
+from runs_app.live.compare import compare_choices, compare_context
 from runs_app.live.presenters import (
     PROTOCOL_CHOICES,
     SOURCE_CHOICES,
@@ -25,6 +26,7 @@ from runs_app.live.presenters import (
     runs_table_context,
     streams_context,
     turn_context,
+    waterfall_context,
 )
 from runs_app.models import Run
 from scenarios_app.models import Scenario
@@ -59,8 +61,10 @@ def run_detail(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     context = {
         "header": header_context(run_id, run, events, stored),
         "resilience": resilience_context(run, events),
+        "waterfall": waterfall_context(run_id, run, events),
         "turns": [turn_context(run, n, evs, stored) for n, evs in events_by_turn(events).items()],
         "streams": streams_context(run),
+        "compare": compare_choices(run) if run else None,
         # The socket sends what was recorded after this page was read, then everything live.
         "socket_url": f"/ws/runs/{run_id}/?after={events[-1].seq if events else 0}",
     }
@@ -79,3 +83,26 @@ def run_cassette(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     response = JsonResponse(cassette, json_dumps_params={"indent": 2, "ensure_ascii": False})
     response["Content-Disposition"] = content_disposition_header(True, cassette_file_name(run.id))
     return response
+
+
+@login_required
+@require_GET
+def run_compare(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
+    """The "Compare with…" form's target: ``?with=<run id>`` goes to the diff page of the two runs."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        other = uuid.UUID(request.GET.get("with", "").strip())
+    except ValueError:
+        return redirect("runs:detail", run.id)
+    return redirect("runs:diff", run.id, other)
+
+
+@login_required
+@require_GET
+def run_diff(request: HttpRequest, run_id: uuid.UUID, other_id: uuid.UUID) -> HttpResponse:
+    """Run against run: the requests and answers of two runs side by side, turn by turn, with a word diff."""
+    a = get_object_or_404(Run, pk=run_id)
+    b = get_object_or_404(Run, pk=other_id)
+    context = compare_context(a, b)
+    context["compare"] = compare_choices(a)
+    return render(request, "runs_app/run_diff.html", context)

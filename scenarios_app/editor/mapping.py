@@ -282,6 +282,8 @@ def form_problem(data: Mapping[str, Any]) -> str:
         return "its embedding pins are edited on the raw tab"
     if data.get("cassette"):
         return "the cassette it replays is named on the raw tab"
+    if data.get("require_key"):
+        return "its key requirement (require_key) is set on the raw tab"
     if _has_provider_fields(data):
         return "its provider metadata and redacted thinking are edited on the raw tab"
     state = scenario_to_state(data)

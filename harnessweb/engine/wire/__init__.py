@@ -28,9 +28,3 @@ def path_pattern(wire: ModuleType) -> str:
     """The regular expression of the paths a protocol is served at: its ``PATH_PATTERN`` where the path holds
     values (Gemini's model), else its ``PATH``."""
     return getattr(wire, "PATH_PATTERN", None) or re.escape(wire.PATH)
-
-
-def for_path(path: str) -> ModuleType | None:
-    """The protocol served at a path, if any."""
-    path = path.rstrip("/")
-    return next((wire for wire in WIRES if re.fullmatch(path_pattern(wire), path)), None)
