@@ -16,8 +16,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from daphne import http_protocol
+from daphne import access, cli, http_protocol
 from daphne.cli import CommandLineInterface
+
+from harnessweb.engine.redaction import redact_url
 
 
 class RawBodyRequest(http_protocol.WebRequest):
@@ -27,9 +29,20 @@ class RawBodyRequest(http_protocol.WebRequest):
         super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
 
 
+class RedactedAccessLog(access.AccessLogGenerator):
+    """daphne's access log, with the key-bearing query parameters of each path redacted (Gemini's ``?key=``): the
+    log is kept, the key is not."""
+
+    def __call__(self, protocol: Any, action: Any, details: dict[str, Any]) -> None:
+        if isinstance(details.get("path"), str):
+            details = {**details, "path": redact_url(details["path"])}
+        super().__call__(protocol, action, details)
+
+
 def main(argv: list[str] | None = None) -> None:
     # daphne's HTTPFactory.buildProtocol reads this module global for each connection: daphne offers no setting.
     http_protocol.WebRequest = RawBodyRequest
+    cli.AccessLogGenerator = RedactedAccessLog  # (what daphne's command line builds its access log with)
     CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
 
 

@@ -104,3 +104,14 @@ def test_it_shows_where_the_key_came_on_the_run_page(harness_server, transaction
     post(harness_server.url, "/v1/chat/completions", CHAT, {"authorization": f"Bearer {secret}", "x-harness-run": run})
     page = admin_client.get(f"/runs/{run}/").content.decode()
     assert f"authorization, fingerprint {keys.fingerprint(secret)}" in page and secret not in page
+
+
+def test_it_keeps_a_query_key_out_of_the_servers_access_log(harness_server, transactional_db) -> None:
+    secret = f"AIza{uuid.uuid4().hex}"
+    body = {"contents": [{"parts": [{"text": "hi"}]}]}
+    assert post(harness_server.url, f"/v1beta/models/g:generateContent?key={secret}", body, {}).status_code == 200
+    from tests.conftest import wait_for
+
+    wait_for(lambda: "/v1beta/models/g:generateContent?key=[REDACTED]" in harness_server.output(), timeout=5,
+             message="the request in daphne's access log")  # fmt: skip
+    assert secret not in harness_server.output()
