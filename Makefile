@@ -25,7 +25,7 @@ browser:
 
 # instructor pins a jiter the project's openai cannot use: tests/test_clients_instructor.py runs it from a virtualenv
 # of its own, with the SDK versions it resolves to (tests/clients/instructor/requirements.txt).
-INSTRUCTOR := .venv-instructor
+INSTRUCTOR := $(VENV)/instructor
 $(INSTRUCTOR)/.installed: tests/clients/instructor/requirements.txt
 	test -x $(INSTRUCTOR)/bin/python || $(PYTHON) -m venv $(INSTRUCTOR)
 	$(INSTRUCTOR)/bin/python -m pip install --quiet -r tests/clients/instructor/requirements.txt

@@ -1,7 +1,7 @@
 """instructor's default modes against the server: Mode.TOOLS (a forced tool), Mode.JSON_SCHEMA (a structured output)
 and Anthropic's tool mode each get an answer their pydantic model validates, with no scenario (the lorem mode
 honours what the request demands). instructor cannot live beside the project's openai (it pins an older jiter), so
-tests/clients/instructor/check.py runs in .venv-instructor, which `make test` installs."""
+tests/clients/instructor/check.py runs in .venv/instructor, which `make test` installs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from runs_app.models import RunEvent
 
 ROOT = Path(__file__).resolve().parent.parent
-PYTHON = ROOT / ".venv-instructor" / "bin" / "python"
+PYTHON = ROOT / ".venv" / "instructor" / "bin" / "python"
 SCRIPT = ROOT / "tests" / "clients" / "instructor" / "check.py"
 
 

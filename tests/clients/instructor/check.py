@@ -1,4 +1,4 @@
-"""instructor's default modes against the harness (run by tests/test_clients_instructor.py in .venv-instructor):
+"""instructor's default modes against the harness (run by tests/test_clients_instructor.py in .venv/instructor):
 Mode.TOOLS and Mode.JSON_SCHEMA on OpenAI, Mode.ANTHROPIC_TOOLS on Anthropic. Prints one JSON line per mode."""
 
 from __future__ import annotations
