@@ -82,7 +82,8 @@ test: lint browser clients
 
 # Refresh the screenshots in docs/ (the browser tests take them).
 screenshots: setup browser
-	HARNESS_SCREENSHOT_DIR=$(CURDIR)/docs $(BIN)/pytest -q tests/test_live_browser.py tests/test_browser_scenarios.py tests/test_overview_browser.py tests/test_browser_diff.py
+	HARNESS_SCREENSHOT_DIR=$(CURDIR)/docs $(BIN)/pytest -q tests/test_live_browser.py tests/test_browser_scenarios.py tests/test_overview_browser.py tests/test_browser_diff.py \
+		tests/test_runs_list_browser.py
 
 bench: examples
 	$(BIN)/python tests/benchmarks/load.py

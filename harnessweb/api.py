@@ -14,6 +14,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from harnessweb.apikit import BearerToken, field_errors
 from runs_app.ci.api import router as runs_router
 from runs_app.ci.calls import router as calls_router
+from runs_app.ci.conversation import router as conversation_router
 from runs_app.ci.streams import router as streams_router
 from runs_app.coverage.api import router as coverage_router
 from runs_app.endpoint.api import router as scripts_router
@@ -38,6 +39,7 @@ api.add_router("/scenarios", scenarios_router, tags=["scenarios"])
 api.add_router("/", runs_router, tags=["runs"])
 api.add_router("/", scripts_router, tags=["run scripts"])
 api.add_router("/", calls_router, tags=["runs"])
+api.add_router("/", conversation_router, tags=["runs"])
 api.add_router("/", streams_router, tags=["stream summaries"])
 api.add_router("/", coverage_router, tags=["coverage"])
 api.add_router("/", retention_router, tags=["runs"])

@@ -229,12 +229,23 @@ def read_body(request: HttpRequest) -> bytes:
     return body
 
 
+class _NotJson(ValueError):
+    """A constant Python's reader takes and JSON has not (``NaN``, ``Infinity``, ``-Infinity``)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(name)
+
+
 def parse_json(data: bytes, field: tuple[Any, ...] = ("body",)) -> Any:
-    """JSON from bytes, or a 422 naming the line and column where it goes wrong."""
+    """JSON from bytes, or a 422 naming the line and column where it goes wrong (``NaN`` and ``Infinity``, which
+    Python reads and JSON does not have, included: no database stores them as JSON)."""
     if not data.strip():
         raise invalid(field, "The body is empty; send JSON.", "missing")
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_no_constant)
+    except _NotJson as exc:
+        raise invalid(field, f"Malformed JSON: {exc} is not JSON (send null or a number)", "json_invalid") from exc
     except json.JSONDecodeError as exc:
         raise invalid(field, f"Malformed JSON: {exc}", "json_invalid", line=exc.lineno, column=exc.colno) from exc
     except UnicodeDecodeError as exc:

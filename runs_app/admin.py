@@ -47,6 +47,7 @@ from runs_app.adminkit import (
     human_size,
     json_block,
 )
+from runs_app.ci.admin import ArtifactInline, RunMessageInline
 from runs_app.ci.cassette_page import cassette_page_context, may_convert
 from runs_app.ci.conversion import ConversionError, convert
 from runs_app.coverage import admin as coverage_admin  # noqa: F401  (registers providers, waivers, tier rules)
@@ -110,7 +111,7 @@ class RunAdmin(HarnessAdmin):
     list_filter = ("status", "source", "scenario_id", "protocol")
     search_fields = ("id", "scenario_id", "name", "commit", "branch")
     date_hierarchy = "started_at"
-    inlines = (VerdictInline, TraceLogInline, RunEventInline)
+    inlines = (VerdictInline, TraceLogInline, RunMessageInline, ArtifactInline, RunEventInline)
     actions = (judge_these_runs,)
     fieldsets = (
         (None, {"fields": ("id", "scenario_id", "mode", "protocol", "source", "status", "status_reason")}),

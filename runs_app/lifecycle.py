@@ -54,7 +54,8 @@ def next_status(current: Status, happened: Replied | Refused | Reported) -> Chan
     - a reply that ends the run passes it, unless it already failed;
     - a refusal before any turn was served marks the run errored; a later good reply puts an errored run back to
       running (or passes it, when that reply ends the run);
-    - CI's word is final: any status it reports but ``running`` finishes the run.
+    - CI's word is final: any status it reports but ``running`` finishes the run (``skipped`` too: a test that
+      did not run is neither passed nor failed; only CI and the pytest plugin report it).
     """
     match happened:
         case Replied(problem=problem) if problem:

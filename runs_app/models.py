@@ -19,11 +19,20 @@ class RunQuerySet(models.QuerySet["Run"]):
         source: str = "",
         day: dt.date | None = None,
         since: dt.datetime | None = None,
+        test: str = "",
+        fingerprint: str = "",
     ) -> RunQuerySet:
-        """Runs matching every filter given (blank ones filter nothing): the runs list, the API and the admin."""
+        """Runs matching every filter given (blank ones filter nothing): the runs list, the API and the admin.
+        ``test``: part of a CI or pytest run's test name; ``fingerprint``: an API key's (never the key) that one of
+        the run's requests presented, looked up in the request events' JSON by an ``EXISTS`` on the run's events."""
         runs = self
         exact: dict[str, Any] = {"scenario_id": scenario, "status": status, "protocol": protocol, "source": source}
         runs = runs.filter(**{name: value for name, value in exact.items() if value})
+        if test:
+            runs = runs.filter(name__icontains=test)
+        if fingerprint:
+            keyed = RunEvent.objects.filter(run=models.OuterRef("pk"), kind="request")
+            runs = runs.filter(models.Exists(keyed.filter(data__key__fingerprint=fingerprint.strip().lower())))
         if day is not None:
             runs = runs.filter(started_at__date=day)
         if since is not None:
@@ -37,6 +46,7 @@ class Run(models.Model):
         PASSED = "passed"
         FAILED = "failed"
         ERRORED = "errored"
+        SKIPPED = "skipped"  # a CI or pytest run whose test was skipped: CI's word, never the endpoint's
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Not a foreign key: a run outlives the scenario it played, and lorem/instruction runs have none.
@@ -84,7 +94,9 @@ class RunEvent(models.Model):
 
 
 class AttemptCounter(models.Model):
-    """Simulated failures served per (run, turn, protocol): the one write a request may wait on."""
+    """Simulated failures served per (run, turn, provider): the one write a request may wait on. ``protocol`` holds
+    the engine's ``Decision.counter`` (the protocol, then a digest of the scenario and of what the turn's failure
+    scope tells providers apart by)."""
 
     run_id = models.UUIDField()
     turn = models.PositiveIntegerField()
@@ -381,63 +393,18 @@ class Cassette(models.Model):
         return self.name
 
 
-# -- provider test obligations --------------------------------------------------------------------------------------
+# -- a run's uploaded conversation and artifacts (runs_app/ci/models.py), the judge's criteria sets and batches
+# (runs_app/judging/models.py) and the provider test obligations (runs_app/coverage/models.py): defined beside what
+# uses them, registered here ------------------------------------------------------------------------------------
 
-TIERS = ("unit", "contract", "conformance", "e2e")
-
-
-class Provider(models.Model):
-    class Onboarding(models.TextChoices):
-        NATIVE = "native"
-        OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible preset"
-
-    name = models.CharField(max_length=100, unique=True)
-    onboarding = models.CharField(max_length=20, choices=Onboarding.choices, default=Onboarding.NATIVE)
-    required_tiers = models.JSONField(
-        default=list,
-        blank=True,
-        help_text='Subset of ["unit", "contract", "conformance", "e2e"]; OpenAI-compatible presets usually need none.',
-    )
-    cassette_floor = models.PositiveIntegerField(default=1)
-    required_scenarios = models.JSONField(default=list, blank=True, help_text="Cassette scenarios required.")
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    @staticmethod
-    def key(name: str) -> str:
-        """A provider name as compared: lower case, ``_`` read as ``-`` (Rust test names cannot hold a ``-``)."""
-        return name.strip().lower().replace("_", "-")
-
-
-class TierRule(models.Model):
-    """Test-name patterns (regular expressions) that place a JUnit case in a tier when its properties don't."""
-
-    tier = models.CharField(max_length=20, unique=True)
-    patterns = models.JSONField(default=list)
-
-    def __str__(self) -> str:
-        return self.tier
-
-
-class Waiver(models.Model):
-    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="waivers")
-    obligation = models.CharField(max_length=20)  # a tier, or "cassettes"
-    reason = models.TextField()
-    expires_on = models.DateField()
-    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["provider", "obligation", "-expires_on"]
-
-    def __str__(self) -> str:
-        return f"{self.provider} {self.obligation} until {self.expires_on}"
-
-
-# -- the judge's criteria sets and batches: in runs_app/judging/models.py, registered here -----------------------------
-
+from runs_app.ci.models import Artifact, RunMessage  # noqa: E402, F401
+from runs_app.coverage.models import (  # noqa: E402, F401
+    CASSETTES_OBLIGATION,
+    NATIVE_SCENARIOS,
+    PRESET_SCENARIOS,
+    TIERS,
+    Provider,
+    TierRule,
+    Waiver,
+)
 from runs_app.judging.models import CriteriaSet, JudgeBatch  # noqa: E402, F401

@@ -20,5 +20,7 @@ urlpatterns: list = [
     path("runs/<uuid:run_id>/compare/", views.run_compare, name="compare"),
     path("runs/<uuid:run_id>/diff/<uuid:other_id>/", views.run_diff, name="diff"),
     path("runs/judge/", judging_views.judge_runs, name="judge"),
+    # Outside /runs/: an artifact's content, which the run page shows only inside a sandboxed frame.
+    path("artifacts/<int:artifact_id>/raw", views.artifact_raw, name="artifact_raw"),
     path("runs/judge/<int:batch_id>/", judging_views.judge_batch, name="judge_batch"),
 ]

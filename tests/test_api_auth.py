@@ -25,7 +25,7 @@ from harnessweb.api import api
 from runs_app import tokens
 from runs_app.models import ApiToken, Cassette, Run, RunScript
 from scenarios_app.models import Scenario
-from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token
+from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token, vcr_fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -63,6 +63,8 @@ def make_request(method: str, path: str) -> dict[str, Any]:
             }
         },
         ("post", "/api/runs/{run_id}/trace-logs"): {"json": {"turn_number": 1, "file_path": "a", "content": "b"}},
+        ("post", "/api/runs/{run_id}/messages"): {"json": [{"role": "user", "content": "hi"}]},
+        ("post", "/api/runs/{run_id}/artifacts"): {"json": {"name": "/u/abc", "content": "<p>page</p>"}},
         ("post", "/api/runs/{run_id}/verdicts"): {
             "json": {"criteria": [{"criterion": "c", "verdict": "PASS"}], "overall": "PASS"}
         },
@@ -71,7 +73,7 @@ def make_request(method: str, path: str) -> dict[str, Any]:
             "headers": {"Content-Type": "application/xml"},
         },
         ("post", "/api/cassettes"): {
-            "data": (VCR_DIR / "gemini_simple_text.json").read_bytes(),
+            "data": vcr_fixture("gemini_simple_text.json"),
             "headers": {"Content-Type": "application/json"},
             "query_params": {"name": "gemini_simple_text.json"},
         },

@@ -26,6 +26,7 @@ PURE = (
     "runs_app.judging.transcript",
     "runs_app.judging.client",
     "runs_app.ci.recordings",
+    "runs_app.ci.messages",  # an uploaded conversation normalised to one shape
 )
 # Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
 PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema"}

@@ -13,13 +13,13 @@ from ninja.testing import TestClient
 
 from runs_app.ci.cassettes import parse_cassette_name
 from runs_app.models import Cassette, Provider
-from tests.conftest import VCR_DIR, make_client, make_token
+from tests.conftest import make_client, make_token, vcr_fixture
 
 pytestmark = pytest.mark.django_db
 
 
 def make_cassette(name: str = "anthropic_simple_text.json") -> bytes:
-    return (VCR_DIR / name).read_bytes()
+    return vcr_fixture(name)
 
 
 def make_leaky(header: str, value: str, side: str = "request") -> bytes:

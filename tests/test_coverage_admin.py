@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pytest
@@ -63,18 +64,29 @@ def test_it_links_the_provider_list_to_the_coverage_grid_mounted_in_the_admin(st
 
 
 def test_it_takes_a_providers_required_tiers_as_checkboxes(staff_client: Client) -> None:
-    staff_client.post(
-        reverse("admin:runs_app_provider_add"),
-        {
-            "name": "acme",
-            "onboarding": "native",
-            "required_tiers": ["unit", "e2e"],
-            "cassette_floor": 3,
-            "required_scenarios": '["simple_text"]',
-        },
-    )
+    """A native provider owes every tier: the ones left unticked need their reason."""
+    form = {
+        "name": "acme",
+        "onboarding": "native",
+        "required_tiers": ["unit", "e2e"],
+        "cassette_floor": 3,
+        "required_scenarios": '["simple_text"]',
+        "not_applicable": "{}",
+    }
+    refused = staff_client.post(reverse("admin:runs_app_provider_add"), form)
+    assert refused.status_code == 200 and not Provider.objects.filter(name="acme").exists()
+    assert "give the reason contract, conformance does not apply" in text(refused)
+    reasons = '{"contract": "no public API contract", "conformance": "no streaming"}'
+    staff_client.post(reverse("admin:runs_app_provider_add"), {**form, "not_applicable": reasons})
     provider = Provider.objects.get(name="acme")
     assert provider.required_tiers == ["unit", "e2e"] and provider.required_scenarios == ["simple_text"]
+    assert provider.not_applicable == {"contract": "no public API contract", "conformance": "no streaming"}
+
+
+def test_a_new_provider_starts_owing_every_tier(staff_client: Client) -> None:
+    page = text(staff_client.get(reverse("admin:runs_app_provider_add")))
+    for tier in ("unit", "contract", "conformance", "e2e"):
+        assert re.search(rf'value="{tier}"[^>]*checked', page), tier
 
 
 # -- waivers ---------------------------------------------------------------------------------------------------------

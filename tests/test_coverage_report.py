@@ -19,7 +19,7 @@ from runs_app.coverage.attribution import DEFAULT_TIER_PATTERNS, Classifier
 from runs_app.coverage.report import coverage_report, provider_coverage
 from runs_app.models import Cassette, JUnitReport, Provider, Run, TierRule, Waiver
 from runs_app.models import TestCaseResult as CaseResult  # an alias pytest does not try to collect
-from tests.conftest import make_ci_run, make_user
+from tests.conftest import VCR_DIR, make_ci_run, make_user
 
 seed_migration = importlib.import_module("runs_app.migrations.0003_seed_providers")
 
@@ -106,8 +106,28 @@ def make_cases(run: Run, provider: str, tier: str, outcomes: list[str]) -> list[
 ALL_UNIT = ["passed"] * 6  # a case for each of tier 1's six checks
 
 
+# Each scenario's cassette is a real recording of it (tests/fixtures/vcr), so that it shows what its name claims.
+_RECORDED = {
+    "error_auth_401": "openai_auth_failure_401",
+    "error_bad_request_400": "openai_bad_request_400",
+    "error_rate_limit_429": "openai_rate_limit_429",
+    "unicode_text": "openai_unicode_content",
+}
+
+
+def recording(scenario: str) -> dict[str, Any]:
+    """A real cassette of a scenario (OpenAI's, or Anthropic's for the scenarios only it recorded)."""
+    from runs_app.ci.cassettes import canonical_scenario
+
+    name = _RECORDED.get(canonical_scenario(scenario), f"openai_{canonical_scenario(scenario)}")
+    path = VCR_DIR / f"{name}.json"
+    if not path.exists():
+        path = VCR_DIR / f"anthropic_{canonical_scenario(scenario)}.json"
+    return json.loads(path.read_text()) if path.exists() else {"interactions": []}
+
+
 def make_cassette(provider: str, scenario: str, name: str | None = None, **fields: Any) -> Cassette:
-    content = f"{provider}/{scenario}/{next(_counter)}".encode()
+    content = json.dumps({**recording(scenario), "test_name": f"{provider}/{scenario}/{next(_counter)}"}).encode()
     return Cassette.objects.create(
         name=name or f"verify_{provider}_{scenario}.json",
         provider=provider,
@@ -184,7 +204,7 @@ def test_it_reports_every_provider_and_obligation_in_the_documented_shape(regist
     assert list(entry["cells"]) == report["obligations"]
     keys = {"state", "reason", "passed", "failed", "total", "commit", "date", "waiver", "evidence"}
     assert set(entry["cells"]["unit"]) == keys | {"checks"}
-    assert set(entry["cells"]["cassettes"]) == keys | {"count", "floor", "missing_scenarios", "scenarios"}
+    assert set(entry["cells"]["cassettes"]) == keys | {"count", "floor", "missing_scenarios", "scenarios", "misfits"}
     assert set(entry["cells"]["unit"]["evidence"]) == {"test_case_ids", "cassette_ids"}
     assert json.loads(json.dumps(report)) == report
 
@@ -435,11 +455,11 @@ def test_it_computes_the_whole_grid_in_a_handful_of_queries(registry, django_ass
         make_cassette(provider, "simple_text")
         make_waiver(provider, "e2e", TODAY)
     make_cassette("zai", "simple_text")
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         report = coverage_report(today=TODAY)
     states = {entry["name"]: entry["cells"]["unit"]["state"] for entry in report["providers"]}
     assert states["anthropic"] == states["azure"] == "passing"
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         provider_coverage(Provider.objects.get(name="anthropic"), today=TODAY)
 
 
@@ -559,14 +579,6 @@ def test_it_counts_the_older_cassette_names_for_the_seed_scenarios(registry):
         "bad_request_400",
         "rate_limit_429",
     ):
-        name = f"anthropic_{scenario}.json"
-        Cassette.objects.create(
-            name=name,
-            provider="anthropic",
-            scenario=scenario,
-            content=b"{}",
-            digest=hashlib.sha256(name.encode()).hexdigest(),
-            size=2,
-        )
+        make_cassette("anthropic", scenario, name=f"anthropic_{scenario}.json")
     cell = provider_coverage(Provider.objects.get(name="anthropic"))["cells"]["cassettes"]
     assert cell["state"] == "passing" and cell["missing_scenarios"] == []

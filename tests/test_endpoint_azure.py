@@ -1,12 +1,12 @@
-"""Azure OpenAI's chat completions through the openai SDK's ``AzureOpenAI`` client: the deployment in the path names
-the model, the ``api-version`` query is taken, and a scenario plays as on OpenAI's own path."""
+"""Azure OpenAI through the openai SDK's ``AzureOpenAI`` client, chat and legacy completions: the deployment in the
+path names the model, the ``api-version`` query is taken, and a scenario plays as on OpenAI's own path."""
 
 from __future__ import annotations
 
 import openai
 import pytest
 
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, recorded_run
 
 
 def azure(url: str) -> openai.AzureOpenAI:
@@ -30,18 +30,32 @@ def test_it_plays_a_scenario_for_an_azure_deployment(harness_server, transaction
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello from Azure."
 
 
-def test_it_answers_an_unserved_azure_path_with_azures_json_404(harness_server, transactional_db) -> None:
-    """A deployment's legacy completions are not served: the client gets a 404 in Azure's format naming the path."""
-    with pytest.raises(openai.NotFoundError) as caught:
-        azure(harness_server.url).completions.create(model="my-instruct-deployment", prompt="x")
-    assert (
-        caught.value.body
-        == {
-            "code": "DeploymentNotFound",
-            "message": caught.value.body["message"],
-        }
-        and "Nothing is served at POST /openai/deployments/my-instruct-deployment/completions" in caught.value.message
-    )
+def test_it_serves_a_deployments_legacy_completions_plain_and_streamed(harness_server, transactional_db) -> None:
+    """``/openai/deployments/{deployment}/completions``: the deployment names the model (whatever the body says)."""
+    make_scenario("azure-instruct", [{"turn": 1, "response": {"kind": "text", "assistant_text": "Instructed."}}])
+    client = azure(harness_server.url)
+    raw = client.completions.with_raw_response.create(model="my-instruct-deployment", prompt="azure-instruct")
+    completion = raw.parse()
+    assert completion.object == "text_completion" and completion.model == "my-instruct-deployment"
+    assert completion.choices[0].text == "Instructed." and completion.choices[0].finish_reason == "stop"
+    assert completion.usage.completion_tokens > 0
+    run = recorded_run(raw.headers["x-harness-run"], status="passed", events=4)
+    assert run.scenario_id == "azure-instruct"
+    assert run.events.get(kind="request").data["path"] == "/openai/deployments/my-instruct-deployment/completions"
+    chunks = list(client.completions.create(model="my-instruct-deployment", prompt="azure-instruct", stream=True))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == "Instructed."
+    assert {c.model for c in chunks} == {"my-instruct-deployment"}
+
+
+def test_it_answers_a_deployments_legacy_completions_errors_in_azures_format(harness_server, transactional_db) -> None:
+    client = azure(harness_server.url)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.completions.create(model="my-instruct-deployment", prompt={"not": "a prompt"})  # type: ignore[arg-type]
+    assert caught.value.body["code"] == "BadRequest" and "prompt" in caught.value.body["message"]
+    keyless = {"api-key": openai.Omit(), "x-harness-require-key": "1"}  # the key left out, and required
+    with pytest.raises(openai.AuthenticationError) as refused:
+        client.completions.create(model="d", prompt="hi", extra_headers=keyless)
+    assert refused.value.body["message"].startswith("Access denied due to missing subscription key")
 
 
 async def test_it_streams_to_the_async_client_and_embeds_for_a_deployment(harness_server, transactional_db) -> None:

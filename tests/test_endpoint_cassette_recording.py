@@ -17,6 +17,7 @@ import pytest
 from google import genai
 from google.genai import types
 
+from harnessweb.engine.redaction import marker
 from tests.conftest import LiveServer, make_scenario, start_server, wait_for
 
 
@@ -106,7 +107,7 @@ def test_it_records_an_openai_exchange_and_replays_it_byte_for_byte(
     cassette = stored(f"{name}.json")
     (interaction,) = cassette["interactions"]
     assert interaction["request"]["url"] == f"{harness_server.url}/v1/chat/completions"
-    assert ["authorization", "[REDACTED]"] in interaction["request"]["headers"]
+    assert ["authorization", f"Bearer {marker(key)}"] in interaction["request"]["headers"]
     assert interaction["request"]["body"]["messages"] == messages
     assert key not in json.dumps(cassette)
     assert interaction["response"]["status"] == 200
@@ -144,7 +145,7 @@ def test_it_records_an_anthropic_stream_through_the_sdk(harness_server, recordin
 
     cassette = stored(name)
     headers = cassette["interactions"][0]["request"]["headers"]
-    assert ["authorization", "[REDACTED]"] in headers  # anthropic 2.x sends its key as a bearer token
+    assert ["authorization", f"Bearer {marker('sk-ant-secret')}"] in headers  # anthropic 2.x: a bearer token
     assert "sk-ant-secret" not in json.dumps(cassette)
     assert not any(name.startswith("x-harness-") for name, _ in headers)
 
@@ -164,8 +165,9 @@ def test_it_records_gemini_with_the_key_in_the_query_redacted(harness_server, re
 
     cassette = stored(f"{name}.json")
     request = cassette["interactions"][0]["request"]
-    assert request["url"].endswith("/v1beta/models/gemini-test:streamGenerateContent?alt=sse&key=[REDACTED]")
-    assert ["cookie", "[REDACTED]"] in request["headers"]
+    key = marker("AIza-secret")
+    assert request["url"].endswith(f"/v1beta/models/gemini-test:streamGenerateContent?alt=sse&key={key}")
+    assert ["cookie", marker("session=abc")] in request["headers"]
     assert "AIza-secret" not in json.dumps(cassette) and "session=abc" not in json.dumps(cassette)
 
     options = types.HttpOptions(base_url=harness_server.url, api_version="v1beta", headers={"X-Harness-Cassette": name})

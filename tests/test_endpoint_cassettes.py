@@ -18,7 +18,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harnessweb.engine import vcr
-from tests.conftest import VCR_DIR, make_client, make_scenario, wait_for
+from tests.conftest import VCR_DIR, make_client, make_scenario, vcr_fixture, wait_for
 
 CASSETTE_FILES = sorted(path.name for path in VCR_DIR.glob("*.json") if "interactions" in json.loads(path.read_text()))
 # The recorded requests name a model the SDK warns about; that warning is about the recordings, not the endpoint.
@@ -33,7 +33,7 @@ def upload(name: str) -> None:
     """The cassette stored as CI stores it: through POST /api/cassettes."""
     response = make_client().post(
         "/cassettes",
-        data=(VCR_DIR / name).read_bytes(),
+        data=vcr_fixture(name),
         query_params={"name": name},
         headers={"Content-Type": "application/json"},
     )

@@ -27,6 +27,24 @@ REQUESTS = {
         {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
     ),
     "azure": ("/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21", {"messages": MESSAGES}),
+    "azure_completions": ("/openai/deployments/instruct/completions?api-version=2024-10-21", {"prompt": "hi"}),
+    "cohere": ("/v2/chat", {"model": "command-a-03-2025", "messages": MESSAGES}),
+    "bedrock": (
+        "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse",
+        {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+    ),
+    "bedrock_claude": (
+        "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/invoke",
+        {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 16, "messages": MESSAGES},
+    ),
+    "vertex": (
+        "/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    ),
+    "vertex_claude": (
+        "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict",
+        {"anthropic_version": "vertex-2023-10-16", "max_tokens": 16, "messages": MESSAGES},
+    ),
 }
 
 
@@ -51,13 +69,19 @@ def post(server: LiveServer, path: str, body: dict[str, Any], content_type: str)
 
 def error_message(protocol: str, body: dict[str, Any]) -> str:
     """The message of an error in the protocol's own shape (the shape asserted on the way)."""
-    if protocol == "anthropic":
+    if protocol in ("anthropic", "vertex_claude"):
         assert body["type"] == "error" and set(body) == {"type", "error", "request_id"}
         assert body["error"]["type"] == "invalid_request_error"
-    elif protocol == "gemini":
+    elif protocol in ("gemini", "vertex"):
         assert set(body["error"]) == {"code", "message", "status"}
         assert (body["error"]["code"], body["error"]["status"]) == (400, "INVALID_ARGUMENT")
-    elif protocol == "azure":
+    elif protocol == "cohere":
+        assert set(body) == {"id", "message"}
+        return body["message"]
+    elif protocol in ("bedrock", "bedrock_claude"):  # the exception is named in x-amzn-ErrorType
+        assert set(body) == {"message"}
+        return body["message"]
+    elif protocol in ("azure", "azure_completions"):
         assert body["error"]["code"] == "BadRequest" and set(body["error"]) == {"code", "message"}
     else:
         assert set(body["error"]) == {"message", "type", "param", "code"}

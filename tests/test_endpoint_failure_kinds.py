@@ -14,6 +14,7 @@ import openai
 import pytest
 from google import genai
 from google.genai import types
+from google.oauth2.credentials import Credentials
 
 from harnessweb.engine.configured import FAILURE_KINDS
 from tests.conftest import make_scenario
@@ -101,8 +102,9 @@ def test_it_keeps_the_readme_table_the_same_as_the_measured_one() -> None:
     assert not missing, "README rows differ for: " + ", ".join(missing) + "\n" + "\n".join(map(readme_row, missing))
 
 
-def call(sdk: str, url: str, scenario: str, stream: bool, timeout: float) -> str:
-    """One call through an official SDK, with retries off: ``answer`` or the name of what it raised."""
+def call(sdk: str, url: str, scenario: str, stream: bool, timeout: float, vertex: bool = False) -> str:
+    """One call through an official SDK, with retries off: ``answer`` or the name of what it raised (``vertex``:
+    through its Vertex AI client, ``AnthropicVertex`` or google-genai with ``vertexai=True``)."""
     headers = {"X-Harness-Scenario": scenario}
     messages = [{"role": "user", "content": "hello"}]
     try:
@@ -115,8 +117,10 @@ def call(sdk: str, url: str, scenario: str, stream: bool, timeout: float) -> str
             else:
                 text = client.chat.completions.create(model="m", messages=messages).choices[0].message.content
         elif sdk == "anthropic":
-            client = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0, timeout=timeout,
-                                         default_headers=headers)  # fmt: skip
+            given: dict[str, Any] = {"max_retries": 0, "timeout": timeout, "default_headers": headers}
+            client = (anthropic.AnthropicVertex(region="us-east5", project_id="p", access_token="t",
+                                                base_url=f"{url}/v1", **given)
+                      if vertex else anthropic.Anthropic(base_url=url, api_key="k", **given))  # fmt: skip
             request: dict[str, Any] = {"model": "m", "max_tokens": 1024, "messages": messages}
             if stream:
                 with client.messages.stream(**request) as events:
@@ -125,7 +129,9 @@ def call(sdk: str, url: str, scenario: str, stream: bool, timeout: float) -> str
                 text = client.messages.create(**request).content[0].text
         else:
             options = types.HttpOptions(base_url=url, timeout=int(timeout * 1000), headers=headers)
-            client = genai.Client(api_key="k", http_options=options)
+            client = (genai.Client(vertexai=True, project="p", location="us-central1",
+                                   credentials=Credentials(token="t"), http_options=options)
+                      if vertex else genai.Client(api_key="k", http_options=options))  # fmt: skip
             if stream:
                 text = "".join(c.text or "" for c in client.models.generate_content_stream(model="g", contents="hello"))
             else:
@@ -137,14 +143,20 @@ def call(sdk: str, url: str, scenario: str, stream: bool, timeout: float) -> str
     return "answer, garbled" if "\ufffd" in text else "answer, cut"
 
 
-@pytest.mark.parametrize("kind", sorted(TABLE))
-def test_it_serves_each_failure_kind_as_the_table_says(harness_server, transactional_db, kind: str) -> None:
-    scenario = f"fails-{kind.replace('_', '-')}"
+def failing(kind: str, prefix: str = "fails") -> str:
+    """A scenario whose turn always fails with this kind (held or stalled for ``HOLD_MS``), and its id."""
+    scenario = f"{prefix}-{kind.replace('_', '-')}"
     turn = {"turn": 1, "failures_before_success": "always", "failure_status": kind,
             "response": {"kind": "text", "assistant_text": ANSWER}}  # fmt: skip
     if kind in CLIENT_TIMEOUT_S:
         turn["failure_retry_after_ms"] = HOLD_MS
     make_scenario(scenario, [turn])
+    return scenario
+
+
+@pytest.mark.parametrize("kind", sorted(TABLE))
+def test_it_serves_each_failure_kind_as_the_table_says(harness_server, transactional_db, kind: str) -> None:
+    scenario = failing(kind)
     measured = {
         (sdk, stream): call(sdk, harness_server.url, scenario, stream, CLIENT_TIMEOUT_S.get(kind, 10.0))
         for sdk in SDKS

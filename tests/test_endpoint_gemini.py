@@ -7,6 +7,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
+from harnessweb.engine.redaction import fingerprint
 from tests.conftest import make_scenario, recorded_run, wait_for
 
 TURNS = [
@@ -86,7 +87,7 @@ def test_it_records_the_run_with_the_model_from_the_path(gemini, api_key):
     run = recorded_run(str(run.id), status="passed", events=4)
     request = run.events.get(kind="request").data
     assert run.protocol == "gemini" and request["path"] == "/v1/models/gemini-2.5-pro:generateContent"
-    assert request["headers"]["x-goog-api-key"] == "[REDACTED]" and api_key not in str(request)
+    assert request["headers"]["x-goog-api-key"] == f"[REDACTED:{fingerprint(api_key)}]" and api_key not in str(request)
 
 
 def test_it_answers_errors_and_failures_in_google_s_format(gemini):

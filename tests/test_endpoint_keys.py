@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from harnessweb.engine import keys
+from harnessweb.engine.redaction import marker
 from runs_app.models import RunEvent
 from tests.conftest import make_scenario
 
@@ -67,12 +68,20 @@ def test_it_lets_a_key_in_the_providers_own_place_through(
     assert post(harness_server.url, path, body, {**REQUIRE, **headers}).status_code == 200
 
 
-def test_it_catches_an_sdk_sending_the_wrong_auth_header(harness_server, transactional_db) -> None:
-    # An Anthropic client given a bearer token (auth_token) instead of an API key: the real API refuses it.
-    client = anthropic.Anthropic(base_url=harness_server.url, auth_token="oauth-token", default_headers=REQUIRE,
-                                 max_retries=0)  # fmt: skip
+def test_it_reads_the_anthropic_sdks_key_as_a_bearer_token_too(harness_server, transactional_db) -> None:
+    """The anthropic SDK (2.x) sends its api_key as ``Authorization: Bearer``, which the API reads as it reads
+    ``x-api-key``; a key sent in another provider's header is still refused."""
+    messages = [{"role": "user", "content": "hi"}]
+    kept = anthropic.Anthropic(base_url=harness_server.url, api_key="sk-ant-k", default_headers=REQUIRE, max_retries=0)
+    assert kept.messages.create(model="m", max_tokens=9, messages=messages).content
+    misplaced = anthropic.Anthropic(
+        base_url=harness_server.url,
+        api_key="sk-ant-k",
+        default_headers={**REQUIRE, "Authorization": anthropic.Omit(), "api-key": "sk-ant-k"},
+        max_retries=0,
+    )
     with pytest.raises(anthropic.AuthenticationError, match="x-api-key header is required"):
-        client.messages.create(model="m", max_tokens=9, messages=[{"role": "user", "content": "hi"}])
+        misplaced.messages.create(model="m", max_tokens=9, messages=messages)
 
 
 def test_it_requires_the_key_for_a_scenario_that_says_so(harness_server, transactional_db) -> None:
@@ -112,6 +121,6 @@ def test_it_keeps_a_query_key_out_of_the_servers_access_log(harness_server, tran
     assert post(harness_server.url, f"/v1beta/models/g:generateContent?key={secret}", body, {}).status_code == 200
     from tests.conftest import wait_for
 
-    wait_for(lambda: "/v1beta/models/g:generateContent?key=[REDACTED]" in harness_server.output(), timeout=5,
+    wait_for(lambda: f"/v1beta/models/g:generateContent?key={marker(secret)}" in harness_server.output(), timeout=5,
              message="the request in daphne's access log")  # fmt: skip
     assert secret not in harness_server.output()

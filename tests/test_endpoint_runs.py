@@ -8,6 +8,7 @@ import httpx2
 import openai
 import pytest
 
+from harnessweb.engine.redaction import marker
 from runs_app.models import Run, RunEvent
 from tests.conftest import make_scenario, recorded_run, wait_for
 
@@ -86,8 +87,8 @@ def test_it_records_the_request_with_secrets_redacted_and_a_response_summary(oai
     list(raw.parse())
     run = recorded_run(raw.headers["x-harness-run"], events=4)
     request = run.events.get(kind="request")
-    assert request.data["headers"]["authorization"] == "[REDACTED]"
-    assert request.data["headers"]["cookie"] == "[REDACTED]"
+    assert request.data["headers"]["authorization"] == f"Bearer {marker(api_key)}"
+    assert request.data["headers"]["cookie"] == marker("session=abc")
     assert api_key not in str(list(RunEvent.objects.filter(run=run).values_list("data", flat=True)))
     assert request.data["body"]["messages"] == [{"role": "user", "content": "recorded"}]
     match = run.events.get(kind="match")

@@ -69,3 +69,45 @@ def test_it_warns_when_the_dashboard_is_down(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*harness: the upload to http://127.0.0.1:9 failed*the tests are unaffected*"])
+
+
+SKIPPING = """
+import pytest
+
+
+def test_skips_after_a_call(harness):
+    harness.set_response(text="seen before the skip")
+    harness.openai_client().chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    pytest.skip("no GPU on this runner")
+
+
+@pytest.mark.xfail(reason="known bug 42")
+def test_expected_to_fail(harness):
+    assert False
+
+
+def test_passes(harness):
+    harness.trace_log("ok")
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_uploads_a_skipped_test_as_skipped_never_passed(pytester: pytest.Pytester, harness_server) -> None:
+    pytester.makepyfile(test_skipping=SKIPPING)
+    token = make_token("write")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-upload", harness_server.url, "--harness-token", token
+    )
+    result.assert_outcomes(passed=1, skipped=1, xfailed=1)
+    runs = {run.name: run for run in Run.objects.filter(source="pytest")}
+    skipped = runs["test_skipping.py::test_skips_after_a_call"]
+    assert skipped.status == "skipped" and skipped.finished_at is not None
+    assert skipped.status_reason == "Skipped: no GPU on this runner"
+    assert list(skipped.events.values_list("kind", flat=True)) == ["request", "match", "response"]
+    xfailed = runs["test_skipping.py::test_expected_to_fail"]
+    assert (xfailed.status, xfailed.status_reason) == ("skipped", "xfail: known bug 42")
+    assert runs["test_skipping.py::test_passes"].status == "passed"
+    session = next(run for name, run in runs.items() if name.startswith("pytest session"))
+    assert session.status == "passed"
+    report = session.junit_reports.get()
+    assert (report.tests, report.skipped, report.failures) == (3, 2, 0)

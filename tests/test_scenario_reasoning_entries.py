@@ -218,7 +218,11 @@ def test_it_streams_redacted_thinking_whole_in_its_block_start_with_no_deltas() 
     assert not [p for p in encoded.pieces if p is not None and p.block in (1, 2)]
 
 
-@pytest.mark.parametrize("protocol", [w.PROTOCOL for w in wire.WIRES if w.PROTOCOL != "anthropic"])
+# Claude on Vertex AI and on Bedrock speaks Anthropic's Messages, redacted thinking too.
+ANTHROPICS = ("anthropic", "vertex_claude", "bedrock_claude")
+
+
+@pytest.mark.parametrize("protocol", [w.PROTOCOL for w in wire.WIRES if w.PROTOCOL not in ANTHROPICS])
 @pytest.mark.parametrize("stream", [False, True])
 def test_it_leaves_redacted_thinking_out_of_every_other_protocol(protocol: str, stream: bool) -> None:
     module = wire.BY_NAME[protocol]
@@ -227,7 +231,7 @@ def test_it_leaves_redacted_thinking_out_of_every_other_protocol(protocol: str, 
     body = module.encode_reply(turn_one_reply(protocol), request).body
 
     assert b"REDACTED" not in body
-    if protocol != "completions":  # legacy completions carry text only
+    if protocol not in ("completions", "azure_completions"):  # legacy completions carry text only
         assert b"I should search." in body
 
 

@@ -155,7 +155,7 @@ CASES = [
     pytest.param(protocol, stream, framing, id="-".join(filter(None, (protocol, ("json", "stream")[stream], framing))))
     for protocol in BY_NAME
     for stream in (True, False)
-    for framing in (("sse", "json") if protocol == "gemini" and stream else ("",))
+    for framing in (("sse", "json") if protocol in ("gemini", "vertex") and stream else ("",))
 ]  # fmt: skip
 
 
@@ -165,10 +165,13 @@ def test_it_reads_back_what_each_encoder_writes(protocol, stream, framing):
     encoded = BY_NAME[protocol].encode_reply(REPLY, request)
     headers = [(k.decode(), v.decode()) for k, v in encoded.headers]
     summary = summarize(encoded.body, status=encoded.status, headers=headers)
-    speaks = "openai" if protocol == "azure" else protocol  # Azure's bytes are OpenAI's
+    # Azure's bytes are OpenAI's, Claude on Bedrock's Anthropic's (in event-stream chunks when streamed)
+    # (Azure's legacy completions, the legacy protocol's)
+    speaks = {"azure": "openai", "azure_completions": "completions", "bedrock_claude": "anthropic"}.get(protocol)
+    speaks = {"vertex": "gemini", "vertex_claude": "anthropic"}.get(protocol, speaks or protocol)  # at Vertex's paths
     assert summary.protocol == speaks and summary.has_start and summary.has_done and summary.stream_error is None
     assert summary.text == "Hello there, world"
-    if protocol == "completions":  # text only: no reasoning, no tools on the legacy protocol
+    if speaks == "completions":  # text only: no reasoning, no tools on the legacy protocol
         assert (summary.thinking, summary.tool_calls, summary.stop_reason) == ("", [], "stop")
         return
     assert summary.thinking == "think first"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harnessweb.engine import vcr
-from harnessweb.engine.redaction import SECRET_HEADERS
+from harnessweb.engine.redaction import SECRET_HEADERS, marker
 from tests.conftest import VCR_DIR
 
 
@@ -113,11 +113,11 @@ def test_it_writes_down_an_exchange_with_its_secrets_redacted():
     )
     assert request == {
         "method": "POST",
-        "url": "https://h/v1beta/models/m:streamGenerateContent?alt=sse&key=[REDACTED]",
+        "url": f"https://h/v1beta/models/m:streamGenerateContent?alt=sse&key={marker('AIza')}",
         "headers": [
-            ["authorization", "[REDACTED]"],
-            ["x-goog-api-key", "[REDACTED]"],
-            ["cookie", "[REDACTED]"],
+            ["authorization", f"Bearer {marker('sk-1')}"],  # the scheme kept, the token's fingerprint
+            ["x-goog-api-key", marker("k")],
+            ["cookie", marker("s=1")],
             ["accept", "*/*"],
         ],
         "body": {"a": 1},
@@ -127,7 +127,7 @@ def test_it_writes_down_an_exchange_with_its_secrets_redacted():
     )
     assert response == {
         "status": 200,
-        "headers": [["set-cookie", "[REDACTED]"], ["x-request-id", "r"]],
+        "headers": [["set-cookie", marker("id=2")], ["x-request-id", "r"]],
         "body_chunks": ["a", "b"],
     }
     binary = vcr.recorded_response(200, [], [b"\xff"], SECRET_HEADERS)

@@ -40,7 +40,8 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     )
     schema = next((c for c in candidates if isinstance(c, dict)), None)
     if schema is None and _dig(body, "response_format", "type") == "json_object":
-        return {"type": "object"}
+        cohere = _dig(body, "response_format", "json_schema")  # Cohere's: the schema itself
+        return cohere if isinstance(cohere, dict) else {"type": "object"}
     if schema is not None and "title" not in schema:
         name = _dig(body, "response_format", "json_schema", "name") or _dig(body, "text", "format", "name")
         if name:
@@ -60,6 +61,7 @@ def max_tokens_of(body: dict[str, Any]) -> int | None:
         body.get("max_tokens"),
         body.get("max_output_tokens"),
         _dig(body, "generationConfig", "maxOutputTokens"),
+        _dig(body, "inferenceConfig", "maxTokens"),  # Bedrock's Converse
     ):
         if _count(value) is not None:
             return value
@@ -68,8 +70,9 @@ def max_tokens_of(body: dict[str, Any]) -> int | None:
 
 def stop_sequences(body: dict[str, Any]) -> tuple[str, ...]:
     """The sequences the answer's text stops at: ``stop`` (a string or a list), Anthropic's ``stop_sequences``,
-    Gemini's ``stopSequences``."""
-    for value in (body.get("stop"), body.get("stop_sequences"), _dig(body, "generationConfig", "stopSequences")):
+    Gemini's ``stopSequences``, Bedrock's ``inferenceConfig.stopSequences``."""
+    gemini, bedrock = _dig(body, "generationConfig", "stopSequences"), _dig(body, "inferenceConfig", "stopSequences")
+    for value in (body.get("stop"), body.get("stop_sequences"), gemini, bedrock):
         if isinstance(value, str) and value:
             return (value,)
         if isinstance(value, list):
@@ -108,8 +111,11 @@ def forced_tool(body: dict[str, Any], tools: list[str]) -> str | None:
             return str(name)
         if choice.get("type") == "any" and tools:
             return tools[0]
-    if choice == "required" and tools:
+    if choice in ("required", "REQUIRED") and tools:  # Cohere's is upper case
         return tools[0]
+    bedrock = _dig(body, "toolConfig", "toolChoice")  # Bedrock's Converse: {"tool": {"name"}} or {"any": {}}
+    if isinstance(bedrock, dict) and (_dig(bedrock, "tool", "name") or ("any" in bedrock and tools)):
+        return str(_dig(bedrock, "tool", "name") or tools[0])
     mode = _dig(body, "toolConfig", "functionCallingConfig", "mode")
     if mode == "ANY" and tools:
         names = _dig(body, "toolConfig", "functionCallingConfig", "allowedFunctionNames") or tools
@@ -133,6 +139,10 @@ def number(value: Any) -> float | None:
 def tool_parameters(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Each offered tool's parameter schema, by name, whatever the protocol's shape."""
     found: dict[str, dict[str, Any]] = {}
+    for tool in _dig(body, "toolConfig", "tools") or ():  # Bedrock's Converse: toolSpec.inputSchema.json
+        name, schema = _dig(tool, "toolSpec", "name"), _dig(tool, "toolSpec", "inputSchema", "json")
+        if isinstance(name, str):
+            found[name] = schema if isinstance(schema, dict) else {"type": "object"}
     for tool in body.get("tools") or ():
         if not isinstance(tool, dict):
             continue

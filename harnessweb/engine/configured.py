@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from pydantic import ValidationError
+
 from harnessweb.engine import tokens
 from harnessweb.engine.exchange import (
     Block,
@@ -23,7 +25,7 @@ from harnessweb.engine.exchange import (
 )
 from harnessweb.engine.fallback import lorem_reply
 from harnessweb.engine.playback import failure_of
-from harnessweb.engine.schemas import FailureStatus
+from harnessweb.engine.schemas import ExpectKey, FailureStatus
 
 FAILURE_KINDS: tuple[str, ...] = get_args(FailureStatus)
 
@@ -105,10 +107,12 @@ class Answers:
     def __init__(self) -> None:
         self.answers: list[Answer] = []
         self.errors: list[Error] = []
+        self.expect_key: ExpectKey | None = None  # the key every request must carry (``harness.expect_key``)
 
     def clear(self) -> None:
         self.answers.clear()
         self.errors.clear()
+        self.expect_key = None
 
     def take_error(self, model: str) -> Error | None:
         for error in self._for(self.errors, model):
@@ -145,7 +149,8 @@ class Answers:
             {"model": e.model, "kind": e.error, "times": "always" if e.times is None else e.times, "used": e.used}
             for e in self.errors
         ]
-        return {"answers": answers, "errors": errors}
+        expect_key = self.expect_key.model_dump(mode="json", exclude_none=True) if self.expect_key else None
+        return {"answers": answers, "errors": errors, "expect_key": expect_key}
 
     @classmethod
     def from_data(cls, data: Any) -> Answers:
@@ -176,6 +181,12 @@ class Answers:
                     raise ValueError(f"{name}.{i}: {exc}") from None
                 entry.used = item.get("used", 0) if isinstance(item.get("used", 0), int) else 0
                 (made.answers if name == "answers" else made.errors).append(entry)
+        if data.get("expect_key") is not None:
+            try:
+                made.expect_key = ExpectKey.model_validate(data["expect_key"])
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise ValueError(".".join(str(p) for p in ("expect_key", *err["loc"])) + f": {err['msg']}") from None
         return made
 
 

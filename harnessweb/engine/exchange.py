@@ -73,6 +73,13 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     choices: int = 1
     logprobs: int | None = None
+    # Where the request's API key came (a header's name, or ``?key``) and its fingerprint, never the key: set by the
+    # endpoint from the headers (harnessweb.engine.keys.stamped); "" without a key.
+    key_place: str = ""
+    key_fingerprint: str = ""
+    # The protocol of the path it came by (its route's: "azure" for an Azure deployment, which OpenAI's parser
+    # reads), set by harnessweb.engine.respond.read_request; "" for ``protocol``. Failure scopes tell providers by it.
+    family: str = ""
 
     @property
     def turn(self) -> int:
@@ -181,6 +188,9 @@ class Decision:
     problem: str = ""  # validation failure or scenario mismatch: the run fails with this reason
     completes_run: bool = False  # the last scripted turn, served as scripted
     scripted_turns: tuple[int, ...] = ()  # every turn the scenario defines: a run passes only if all were served
+    # The provider the failure's attempts are counted for, beside the run and the turn: the scenario, the protocol,
+    # and the model and key fingerprint where the turn's failure scope names them (at most 20 characters).
+    counter: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 

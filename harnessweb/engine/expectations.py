@@ -1,4 +1,4 @@
-"""A scenario's expectations of a request (system prompt, tools offered, temperature, top_p, reasoning), each
+"""A scenario's expectations of a request (system prompt, API key, tools offered, temperature, top_p, reasoning), each
 checked into a row that says what was expected, what came, and the seed's failure message when it is not met.
 
 The engine fails a turn with the first unmet row's message; the run page shows every row. Pure.
@@ -12,9 +12,10 @@ import orjson
 
 from harnessweb.engine import shapes
 from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
-from harnessweb.engine.schemas import Scenario, ScenarioTurn
+from harnessweb.engine.schemas import ExpectKey, Scenario, ScenarioTurn
 
 TOLERANCE = 1e-6
+KEY_PROBLEM = "Expected the API key"  # how a key's problem begins (the plugin fails a test on it)
 
 
 def _js(value: float | None) -> str:
@@ -50,6 +51,29 @@ def system_prompt_expectations(scenario: Scenario, request: ChatRequest) -> list
             Expectation("System prompt includes", fragment, "present" if present else "missing", present, problem)
         )
     return rows
+
+
+def _where(place: str) -> str:
+    return "the ?key query parameter" if place.startswith("?") else f"the {place} header"
+
+
+def key_expectations(expected: ExpectKey | None, request: ChatRequest) -> list[Expectation]:
+    """One row when a key is expected (a scenario's ``expect_key``, or the plugin's ``harness.expect_key``): met
+    when the request's key has that fingerprint (and came in that place, if one is given). The row and its problem
+    name where the key came and its fingerprint, never the key."""
+    if expected is None:
+        return []
+    wanted = f"fingerprint {expected.fingerprint}" + (f" in {_where(expected.place)}" if expected.place else "")
+    got = f"fingerprint {request.key_fingerprint} in {_where(request.key_place)}" if request.key_fingerprint else ""
+    ok = bool(got) and request.key_fingerprint == expected.fingerprint and expected.place in (None, request.key_place)
+    carried = f"the key with {got}" if got else "no API key"
+    problem = "" if ok else f"{KEY_PROBLEM} with {wanted} but the request carried {carried}"
+    return [Expectation("API key", wanted, got or "no key", ok, problem)]
+
+
+def scenario_expectations(scenario: Scenario, request: ChatRequest) -> list[Expectation]:
+    """What the scenario expects of every request, whatever its turn: its system prompt's fragments, its key."""
+    return system_prompt_expectations(scenario, request) + key_expectations(scenario.expect_key, request)
 
 
 def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectation]:
@@ -125,6 +149,7 @@ def demand_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expect
 
 
 def expectations(scenario: Scenario, step: ScenarioTurn | None, request: ChatRequest) -> list[Expectation]:
-    """Every expectation the scenario has of this request: its system prompt's, then its turn's (if it has one)."""
-    rows = system_prompt_expectations(scenario, request)
+    """Every expectation the scenario has of this request: its system prompt's and its key's, then its turn's (if it
+    has one)."""
+    rows = scenario_expectations(scenario, request)
     return rows + turn_expectations(step, request) if step is not None else rows

@@ -32,10 +32,12 @@ from harnessweb.engine.exchange import (
     short_id,
     sign_thinking,
 )
-from harnessweb.engine.expectations import system_prompt_expectations, turn_expectations
+from harnessweb.engine.expectations import key_expectations, system_prompt_expectations, turn_expectations
 from harnessweb.engine.fallback import instruction_reply, lorem_reply, parse_instruction
 from harnessweb.engine.schemas import (
     EmbeddingPin,
+    ExpectKey,
+    FailureScope,
     FinalReportResponse,
     Scenario,
     ScenarioTurn,
@@ -247,6 +249,34 @@ def _failure(step: ScenarioTurn) -> Failure:
     )
 
 
+def in_scope(scope: FailureScope | None, request: ChatRequest) -> bool:
+    """Whether a turn's failure applies to this request: no scope, or every list the scope gives holds the
+    request's protocol, model and key fingerprint."""
+    if scope is None:
+        return True
+    return all(
+        not allowed or value in allowed
+        for allowed, value in (
+            (scope.protocol, request.family or request.protocol),
+            (scope.model, request.model),
+            (scope.key_fingerprint, request.key_fingerprint),
+        )
+    )
+
+
+def counter_key(scenario_id: str, scope: FailureScope | None, request: ChatRequest) -> str:
+    """The provider a turn's failure attempts are counted for (beside the run and the turn): the scenario and the
+    protocol, with the model and the key's fingerprint where the scope names them, so that each provider a client
+    tries fails as often as the turn says. At most 20 characters: the protocol readable, then a digest."""
+    protocol = request.family or request.protocol
+    parts = [scenario_id, protocol]
+    if scope is not None and scope.model:
+        parts.append(request.model)
+    if scope is not None and scope.key_fingerprint:
+        parts.append(request.key_fingerprint)
+    return f"{protocol[:11]}:{short_id(chr(31).join(parts), 8)}"
+
+
 def _play_scenario(
     catalog: Catalog, scenario: Scenario, request: ChatRequest, pacing_enabled: bool, signature_key: str, how: str
 ) -> Decision:
@@ -254,6 +284,7 @@ def _play_scenario(
     notes = (f"scenario {scenario.id} chosen by {how}",)
     missing = [row.expected for row in system_prompt_expectations(scenario, request) if not row.ok]
     problem = f"System prompt missing: {', '.join(missing)}" if missing else ""
+    problem = problem or next((r.problem for r in key_expectations(scenario.expect_key, request) if not r.ok), "")
     if problem:
         step = _error_turn(turn, problem, assistant_text="Scenario validation failed.", heading="Test Harness Error")
     else:
@@ -284,12 +315,29 @@ def _play_scenario(
         scenario.id,
         turn,
         reply,
-        failure=_failure(step) if step.failures_before_success else None,
+        failure=_failure(step) if step.failures_before_success and in_scope(step.failure_scope, request) else None,
         failures_before_success=ALWAYS if step.failures_before_success == "always" else step.failures_before_success,
+        counter=counter_key(scenario.id, step.failure_scope, request),
         completes_run=turn == scenario.last_turn,
         scripted_turns=tuple(t.turn for t in scenario.turns),
         notes=notes,
     )
+
+
+def check_key(decision: Decision, request: ChatRequest, expected: ExpectKey | None, signature_key: str) -> Decision:
+    """A decision checked against the key a test expects of every request (the plugin's ``expect_key``, a run
+    script's): unchanged when the request carries that key (or already fails validation), else the validation
+    failure naming where the key came and its fingerprint, served as the failure report, with no failure."""
+    problem = next((row.problem for row in key_expectations(expected, request) if not row.ok), "")
+    if not problem or decision.problem:
+        return decision
+    step = _error_turn(
+        request.turn, problem, assistant_text="Scenario validation failed.", heading="Test Harness Error"
+    )
+    blocks, _ = _blocks_for(step, f"key:{decision.scenario_id}:{request.turn}", signature_key)
+    usage = tokens.counted(request, blocks)
+    reply = Reply(blocks, "tool_calls", usage, chunk_words=decision.reply.chunk_words, id_seed=f"key:{request.turn}")
+    return replace(decision, reply=reply, problem=problem, failure=None, failures_before_success=0, completes_run=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------

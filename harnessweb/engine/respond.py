@@ -51,13 +51,14 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
     if route.kind == "embeddings":
         if route.param and isinstance(payload, dict) and "model" not in payload:  # Azure: the deployment is the model
             payload = {**payload, "model": route.param}
-        return payload, embeddings.parse_request(payload)
+        parse = getattr(route.wire, "parse_embeddings", embeddings.parse_request)  # Cohere's has its own shape
+        return payload, parse(payload)
     if route.kind == "count_tokens":
         return payload, anthropic.encode_token_count(anthropic.parse_count_request(payload))
     request = route.wire.parse_request(payload)
     if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
         request = replace(request, **dict(route.fields))
-    return payload, replace(request, **asked.demands(payload, request.tools))
+    return payload, replace(request, family=route.wire.PROTOCOL, **asked.demands(payload, request.tools))
 
 
 def reply_outgoing(wire: Any, reply: Reply, request: ChatRequest) -> Outgoing:
@@ -88,6 +89,10 @@ def failure_outgoing(
     if failure.status in BROKEN_BODY_KINDS:
         encoded = wire.encode_reply(decision.reply, request)
         return Outgoing(broken(failure.status, encoded, request.stream, decision.reply.text))
+    # A protocol whose streams carry their errors (Bedrock's exception events) sends a streamed failure that way.
+    in_stream = getattr(wire, "encode_stream_failure", None) if request.stream else None
+    if in_stream is not None and (encoded := in_stream(failure, request_id)) is not None:
+        return Outgoing(encoded)
     return Outgoing(wire.encode_failure(failure, request_id))
 
 

@@ -1,8 +1,9 @@
 """Which part of the fake provider a request reaches: a method and path → a :class:`Route`, or a refusal (404 for a
 path nothing serves, 405 for a method a path does not take) that names what is served. Pure.
 
-Every path under ``/v1/``, ``/v1beta/`` and ``/openai/`` (Azure's) comes here, so a client that calls something we
-do not serve gets JSON in its provider's error format, never an HTML page.
+Every path under ``/v1/``, ``/v1beta/``, ``/v1beta1/`` (Vertex AI's), ``/openai/`` (Azure's), ``/v2/``
+(Cohere's) and ``/model/`` (Amazon Bedrock's) comes here, so a client that calls something we do not serve gets
+JSON in its provider's error format, never an HTML page.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from harnessweb.engine import wire
-from harnessweb.engine.wire import anthropic, azure, gemini, openai, responses
+from harnessweb.engine.wire import anthropic, azure, bedrock, cohere, gemini, openai, responses, vertex, vertex_claude
 
-PREFIXES = ("/v1/", "/v1beta/", "/openai/")
+PREFIXES = ("/v1/", "/v1beta/", "/openai/", "/v1beta1/", "/v2/", "/model/")  # Vertex AI; Cohere; Amazon Bedrock
 # What the fake endpoints read from a request beyond the provider's own protocol, for the server and the plugin alike.
 RUN_HEADER = "x-harness-run"  # the run a request belongs to
 SCENARIO_HEADER = "x-harness-scenario"  # the scenario it plays
@@ -51,9 +52,12 @@ class Refusal:
 # (method, path pattern, kind, protocol), in the order the 404 lists them.
 # A protocol of None takes the format the request's headers ask for (see error_wire).
 _TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
+    # Before the protocols: Claude on Vertex counts tokens at what its play route would read as a model.
+    ("POST", vertex_claude.COUNT_TOKENS_PATTERN, "count_tokens", vertex_claude),
     *(("POST", wire.path_pattern(module), "play", module) for module in wire.WIRES),
     ("POST", re.escape("/v1/messages/count_tokens"), "count_tokens", anthropic),
     ("POST", re.escape("/v1/embeddings"), "embeddings", openai),
+    ("POST", re.escape(cohere.EMBED_PATH), "embeddings", cohere),
     # Azure OpenAI beside its chat completions (a wire of its own): a deployment's embeddings, and the v1 routes.
     ("POST", r"/openai/deployments/(?P<param>[^/]+)/embeddings", "embeddings", azure),
     ("POST", re.escape("/openai/v1/chat/completions"), "play", openai),
@@ -71,6 +75,7 @@ def _shown(pattern: str) -> str:
     shown = re.sub(r"\(\?P<param>[^)]*\)", "{id}", pattern)
     shown = re.sub(r"\(\?:([^)]*)\)", lambda m: m.group(1).split("|")[-1], shown)
     shown = re.sub(r"\(\?P<method>([^)]*)\)", lambda m: m.group(1).split("|")[0], shown)
+    shown = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"{\1}", shown)  # Vertex's {project}, {location}
     return shown.replace("\\", "")
 
 
@@ -94,7 +99,15 @@ def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
     """The protocol whose format a request expects (of its errors, and of a model list): Google's under
     ``/v1beta/``, for a ``models/…:method`` path or from a Google client (``/v1/models`` is both OpenAI's and
     Gemini's), Anthropic's when it says ``anthropic-version`` or calls a Messages path, Azure's under ``/openai/``,
-    else OpenAI's."""
+    else OpenAI's. On Vertex AI's paths (``/projects/…``), Anthropic's for Claude's publisher, else Google's.
+    Cohere's under ``/v2/`` or from its SDK (``X-Fern-SDK-Name: cohere``: its models are listed under ``/v1/``).
+    Amazon Bedrock's under ``/model/``."""
+    if re.match(r"/v1(?:beta1)?/projects/", path):
+        return vertex_claude if "/publishers/anthropic/" in path else vertex
+    if path.startswith("/v2/") or headers.get("x-fern-sdk-name") == "cohere":  # Cohere's API, or its SDK
+        return cohere
+    if path.startswith("/model/"):  # Amazon Bedrock's runtime: Converse and InvokeModel alike
+        return bedrock
     google_client = "x-goog-api-key" in headers or "x-goog-api-client" in headers
     if path.startswith("/v1beta/") or re.match(r"/v1/models/[^/]+:", path) or google_client:
         return gemini

@@ -26,6 +26,21 @@ FailureStatus = Literal[
 ]  # fmt: skip
 
 
+# Where a request's API key can come (harnessweb.engine.keys.KEY_PLACES): a header's name, or Gemini's ``?key``.
+KeyPlace = Literal["x-api-key", "authorization", "api-key", "x-goog-api-key", "?key"]
+FINGERPRINT_PATTERN = re.compile(r"[0-9a-f]{12}")
+PROTOCOL_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,39}")
+
+
+def _fingerprint(value: str) -> str:
+    if not FINGERPRINT_PATTERN.fullmatch(value):
+        raise ValueError(
+            "must be a key's fingerprint, 12 hexadecimal digits as the run page shows it (keys.fingerprint(key)); "
+            "a scenario never holds the key itself"
+        )
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -165,6 +180,42 @@ class FinalReportResponse(_Response):
 Response = Annotated[TextResponse | ToolCallResponse | FinalReportResponse, Field(discriminator="kind")]
 
 
+class ExpectKey(_Model):
+    """The API key a scenario's requests must carry, by its fingerprint (never the key), and optionally the place it
+    must come in: any other key, or none, is a validation failure naming where the key came and its fingerprint."""
+
+    fingerprint: str
+    place: KeyPlace | None = None
+
+    @field_validator("fingerprint")
+    @classmethod
+    def _is_fingerprint(cls, value: str) -> str:
+        return _fingerprint(value)
+
+
+class FailureScope(_Model):
+    """The providers a turn's failure applies to: each list given must hold the request's value (its protocol, the
+    path family that plays it; its model; its key's fingerprint). A request outside the scope is answered at once,
+    so a client that falls back to another provider sees the first fail and the second succeed."""
+
+    protocol: list[str] | None = None
+    model: list[Annotated[str, Field(min_length=1)]] | None = None
+    key_fingerprint: list[str] | None = None
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocols(cls, values: list[str] | None) -> list[str] | None:
+        for value in values or ():
+            if not PROTOCOL_PATTERN.fullmatch(value):
+                raise ValueError(f"{value!r} is no protocol name (openai, anthropic, responses, gemini, azure, …)")
+        return values
+
+    @field_validator("key_fingerprint")
+    @classmethod
+    def _fingerprints(cls, values: list[str] | None) -> list[str] | None:
+        return None if values is None else [_fingerprint(value) for value in values]
+
+
 class ScenarioTurn(_Model):
     turn: int = Field(ge=1)
     response: Response
@@ -183,6 +234,8 @@ class ScenarioTurn(_Model):
     failure_retryable: bool = True
     failure_retry_after_ms: int | None = Field(None, ge=0, le=600_000)
     failure_error: dict[str, Any] | None = None
+    # Only requests to these providers fail (and each counts its own attempts); None: every request to the turn.
+    failure_scope: FailureScope | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
 
@@ -265,6 +318,8 @@ class Scenario(_Model):
     # Its requests must carry their API key where their provider reads it (else the provider's own 401); left out of
     # the canonical JSON when unset.
     require_key: bool | None = None
+    # The key its requests must carry, by fingerprint (harnessweb.engine.expectations checks it).
+    expect_key: ExpectKey | None = None
 
     @field_validator("turns")
     @classmethod

@@ -64,6 +64,8 @@ _STOP_REASONS = {
     # Gemini (STOP with function calls is a tool use: see _Folder.finish)
     "STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "error", "RECITATION": "error", "OTHER": "error",
     "MALFORMED_FUNCTION_CALL": "error", "BLOCKLIST": "error", "PROHIBITED_CONTENT": "error", "SPII": "error",
+    # Cohere (its MAX_TOKENS is Gemini's)
+    "COMPLETE": "stop", "STOP_SEQUENCE": "stop", "TOOL_CALL": "tool_use", "ERROR": "error", "TIMEOUT": "error",
 }  # fmt: skip
 
 
@@ -159,7 +161,7 @@ class Folder:
         self.close()
         self.start()
         reason = _STOP_REASONS.get(self.finish_reason or "", "stop" if self.finish_reason is None else "error")
-        if reason == "stop" and self.s.tool_calls and self.s.protocol in ("gemini", "responses"):
+        if reason == "stop" and self.s.tool_calls and self.s.protocol in ("gemini", "vertex", "responses"):
             reason = "tool_use"  # neither names a tool use in its finish: the calls do
         self.s.stop_reason = reason
         self.s.has_done = True

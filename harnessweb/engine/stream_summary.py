@@ -1,10 +1,13 @@
 """Seed 003's ``StreamSummary`` of one HTTP response, from its bytes, on every protocol the harness speaks.
 
-:func:`summarize` reads a response body (Chat Completions, Messages, Responses, Gemini and legacy-completions
-streams; their non-streamed JSON bodies; any provider's JSON error) into the events a streaming client sees (start,
-text/thinking/tool-call start, delta and end, done, error) and folds them the way the seed's ``summarize_events``
-does: the timeline, the accumulated text and thinking, the finished tool calls, the stop reason, and the error that
-stopped the stream. Runs and cassettes are both summarised by it, so the two compare field for field.
+:func:`summarize` reads a response body (Chat Completions, Messages, Responses, Gemini, Cohere and
+legacy-completions streams; their non-streamed JSON bodies; any provider's JSON error) into the events a streaming
+client sees (start, text/thinking/tool-call start, delta and end, done, error) and folds them the way the seed's
+``summarize_events`` does: the timeline, the accumulated text and thinking, the finished tool calls, the stop
+reason, and the error that stopped the stream. Runs and cassettes are both summarised by it, so the two compare
+field for field.
+
+Amazon Bedrock's Converse bodies and binary event streams are read by :mod:`harnessweb.engine.stream_bedrock`.
 
 Pure: no Django, no I/O. The body is parsed as a client parses it: by lines, whatever the network chunking.
 """
@@ -15,6 +18,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from harnessweb.engine import stream_bedrock
 from harnessweb.engine.stream_events import (
     ErrorInfo,
     Folder,
@@ -181,14 +185,73 @@ def _gemini(f: Folder, payload: dict[str, Any], whole: bool) -> None:
         f.done()
 
 
+def _cohere(f: Folder, payload: dict[str, Any], whole: bool) -> None:
+    """Cohere's v2 chat: a response object, or one typed event (the ``tool_plan`` an answer gives before calling
+    tools is its text)."""
+    kind, index = payload.get("type"), payload.get("index")
+    message = (payload.get("delta") or {}).get("message") or {}
+    if whole:
+        f.start()
+        message = payload.get("message") or {}
+        if message.get("tool_plan"):
+            f.text(message["tool_plan"], "plan")
+        for position, item in enumerate(message.get("content") or []):
+            if item.get("type") == "thinking":
+                f.thinking(item.get("thinking") or "", ("content", position))
+            else:
+                f.text(item.get("text") or "", ("content", position))
+        for position, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            key = ("call", position)
+            f.tool_call(key, call.get("id") or "", function.get("name") or "", function.get("arguments") or "")
+        f.finish(payload.get("finish_reason"))
+        f.s.usage = payload.get("usage")
+        f.done()
+    elif kind == "message-start":
+        f.start()
+    elif kind in ("content-start", "content-delta"):
+        content = message.get("content") or {}
+        if content.get("type") == "thinking" or "thinking" in content:
+            f.thinking(content.get("thinking") or "", ("content", index))
+        else:
+            f.text(content.get("text") or "", ("content", index))
+    elif kind == "tool-plan-delta":
+        f.text(message.get("tool_plan") or "", "plan")
+    elif kind in ("tool-call-start", "tool-call-delta"):
+        call = message.get("tool_calls") or {}
+        function = call.get("function") or {}
+        f.tool_call(("call", index), call.get("id") or "", function.get("name") or "", function.get("arguments") or "")
+    elif kind in ("content-end", "tool-call-end"):
+        f.close()
+    elif kind == "message-end":
+        delta = payload.get("delta") or {}
+        f.s.usage = delta.get("usage")
+        if delta.get("error"):
+            f.error(f.s.status, {"message": delta["error"]})
+            return
+        f.finish(delta.get("finish_reason"))
+        f.done()
+
+
 _READERS = {
     "anthropic": _anthropic,
     "openai": _openai,
     "azure": _openai,  # OpenAI's protocol at Azure's path
+    "vertex": _gemini,  # Gemini's and Anthropic's protocols at Vertex AI's paths
+    "vertex_claude": _anthropic,
     "completions": _openai,
     "responses": _responses,
     "gemini": _gemini,
+    "cohere": _cohere,
+    "bedrock": stream_bedrock.converse,  # its event streams: stream_bedrock.event_stream
+    "bedrock_claude": _anthropic,
 }
+
+
+_COHERE_EVENTS = frozenset(
+    {"message-start", "content-start", "content-delta", "content-end", "tool-plan-delta", "tool-call-start",
+     "tool-call-delta", "tool-call-end", "citation-start", "citation-end", "message-end"}
+)  # fmt: skip
 
 
 def detect(payload: Any) -> str:
@@ -196,6 +259,8 @@ def detect(payload: Any) -> str:
     if not isinstance(payload, dict):
         return ""
     kind, obj = str(payload.get("type") or ""), payload.get("object")
+    if kind in _COHERE_EVENTS or ("finish_reason" in payload and isinstance(payload.get("message"), dict)):
+        return "cohere"  # before Anthropic's: Cohere's event names start with "message" too
     if kind.startswith("response.") or obj == "response":
         return "responses"
     if kind.startswith(("message", "content_block")) or kind in ("ping", "message"):
@@ -206,6 +271,8 @@ def detect(payload: Any) -> str:
         return "completions"
     if "candidates" in payload or "usageMetadata" in payload:
         return "gemini"
+    if "output" in payload and "stopReason" in payload:
+        return "bedrock"
     return ""
 
 
@@ -298,6 +365,7 @@ def summarize(
         except ValueError:
             payload = {"message": text.strip()[:500]}
         summary.error = error_info(status, payload)
+        summary.error.type = summary.error.type or stream_bedrock.error_type(list(headers or ()))  # Bedrock's header
         detail = ": ".join(part for part in (summary.error.type, summary.error.message) if part)
         summary.stream_error = f"HTTP {status}" + (f": {detail}" if detail else "")
         return summary
@@ -307,9 +375,18 @@ def summarize(
         if not content_type:
             summary.stream_error = "protocol error: missing content-type"
             return summary
-        if content_type not in ("text/event-stream", "application/json") and not content_type.endswith("+json"):
+        known = ("text/event-stream", "application/json", stream_bedrock.CONTENT_TYPE)
+        if content_type not in known and not content_type.endswith("+json"):
             summary.stream_error = f"protocol error: unexpected content-type {content_type}"
             return summary
+    if stream_bedrock.eventstream.is_eventstream(raw):  # Amazon Bedrock's binary event stream
+        try:
+            stream_bedrock.event_stream(Folder(summary), raw, _anthropic)
+        except StreamBroken as exc:
+            summary.stream_error = str(exc)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            summary.stream_error = f"an event not shaped as its protocol's: {type(exc).__name__}: {exc}"
+        return summary
     if not text.strip() and utf8_error is None:
         summary.stream_error = "empty body"
         return summary
@@ -332,7 +409,8 @@ def summarize(
                 raise StreamBroken("a payload of no protocol the harness knows")
             reader(f, payload, whole)
         # Gemini streams have no terminator: the last chunk's finishReason ends them.
-        if summary.protocol == "gemini" and _is_sse(text) and not summary.has_done and f.finish_reason is not None:
+        gemini = _READERS.get(summary.protocol) is _gemini  # on Gemini's paths or Vertex AI's
+        if gemini and _is_sse(text) and not summary.has_done and f.finish_reason is not None:
             f.done()
     except StreamBroken as exc:
         summary.stream_error = str(exc)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from harnessweb.engine.redaction import redact, redact_url
+from harnessweb.engine.redaction import redact, redact_json, redact_text, redact_url, secrets_in_text
 
 MODES = ("playback", "record", "auto")
 VERSION = "1.0"
@@ -120,7 +120,8 @@ def _recorded_body(request: Mapping[str, Any]) -> tuple[bool, Any]:
 
 def differences(recorded: Mapping[str, Any], method: str, path: str, body: Any) -> list[str]:
     """Where a request differs from a recorded one (empty: it matches): method, path, then the body, JSON value by
-    JSON value (``0`` and ``0.0`` are equal, key order does not count)."""
+    JSON value (``0`` and ``0.0`` are equal, key order does not count). The query is not compared, and the body
+    is compared redacted, as it was recorded: a key in it (or a secret parameter) matches its marker."""
     found = []
     if str(recorded.get("method", "")).upper() != method.upper():
         found.append(f"method: recorded {recorded.get('method')}, sent {method}")
@@ -129,7 +130,7 @@ def differences(recorded: Mapping[str, Any], method: str, path: str, body: Any) 
         found.append(f"path: recorded {recorded_path}, sent {path}")
     has_body, recorded_body = _recorded_body(recorded)
     if has_body:
-        found.extend(_diff(recorded_body, body, "body"))
+        found.extend(_diff(recorded_body, redact_json(body), "body"))
     return found
 
 
@@ -189,7 +190,7 @@ def mismatch_message(name: str, cassette: Mapping[str, Any], method: str, path: 
     has_body, recorded_body = _recorded_body(closest)
     return (
         f"No interaction of cassette '{name}' ({len(interactions)} recorded) matches this request "
-        f"(matched on method, path and body). Sent: {method} {path} {_short(body, 400)}. "
+        f"(matched on method, path and body). Sent: {method} {path} {_short(redact_json(body), 400)}. "
         f"Closest recorded: #{index} {closest.get('method')} {closest.get('url')} "
         f"{_short(recorded_body, 400) if has_body else '(body not recorded)'}. Differs at: {shown}"
     )
@@ -244,21 +245,25 @@ def recorded_request(
     request: dict[str, Any] = {"method": method, "url": redact_url(url), "headers": redact(headers, secrets)}
     value = read_body(body)
     if isinstance(value, str):
-        request["body_text"] = value
+        request["body_text"] = redact_text(value)
     elif value is not None:
-        request["body"] = value
+        request["body"] = redact_json(value)
     return request
 
 
 def recorded_response(
     status: int, headers: Iterable[tuple[str, str]], chunks: Iterable[bytes], secrets: Collection[str]
 ) -> dict[str, Any]:
-    """An upstream response as a cassette holds it: headers redacted, the chunks as received, as text when every
-    one is UTF-8, else ``body_chunks_base64``."""
+    """An upstream response as a cassette holds it: headers redacted, the chunks as received (key shapes redacted;
+    a key split between chunks joins them), as text when every one is UTF-8, else ``body_chunks_base64`` (binary
+    frames, such as Bedrock's event stream, are kept as they are: their checksums cover the bytes)."""
     chunks = [chunk for chunk in chunks if chunk]
     response: dict[str, Any] = {"status": status, "headers": redact(headers, secrets)}
     try:
-        response["body_chunks"] = [chunk.decode("utf-8") for chunk in chunks]
+        texts = [redact_text(chunk.decode("utf-8")) for chunk in chunks]
+        if secrets_in_text("".join(texts)):  # a key split between two chunks: kept as one chunk, redacted
+            texts = [redact_text("".join(texts))]
+        response["body_chunks"] = texts
     except UnicodeDecodeError:
         response["body_chunks_base64"] = [base64.b64encode(chunk).decode("ascii") for chunk in chunks]
     return response

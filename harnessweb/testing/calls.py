@@ -1,6 +1,6 @@
 """The call history a test reads: one :class:`Call` per request that reached the harness (through a provider's wire
-or at the ``llm`` boundary), what each request asked for as sent, and the assertions on them, whose failure message
-shows the closest call and the fields that differ.
+or at the ``llm`` boundary), what each request asked for as sent (its secrets redacted), and the assertions on
+them, whose failure message shows the closest call and the fields that differ.
 
 Pure: no Django, no I/O.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from harnessweb.engine import asked
 from harnessweb.engine.exchange import ChatRequest
+from harnessweb.engine.redaction import redact_json, redact_text, redact_url
 
 
 @dataclass
@@ -39,6 +40,10 @@ class Call:
     duration_ms: float | None = None
     # How it was answered: "configured" (set_response/set_error), "scenario", "instruction", "lorem" or "default".
     answered_by: str = ""
+    # Where its API key came and its fingerprint ({"place", "fingerprint"}, never the key), None without one; the
+    # validation failure it got ("" for none): a scenario's expectation, or the key the test expects.
+    key: dict[str, str] | None = None
+    problem: str = ""
     body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the request body as sent
     started: float = field(default_factory=time.perf_counter, repr=False, compare=False)
 
@@ -69,23 +74,24 @@ class Call:
 
 
 def call_from(request: ChatRequest, body: dict[str, Any], path: str, timestamp: str) -> Call:
-    """The call a request makes, from the neutral request and its body as sent."""
+    """The call a request makes, from the neutral request and its body as sent; secrets redacted (a key in a
+    message, the body or a URL is kept as its marker and fingerprint, as the server records it)."""
     return Call(
         protocol=request.protocol,
         model=request.model,
-        path=path,
-        messages=[{"role": m.role, "content": m.text} for m in request.messages],
-        system=request.system,
-        prompt=request.last_user,
+        path=redact_url(path),
+        messages=[{"role": m.role, "content": redact_text(m.text)} for m in request.messages],
+        system=redact_text(request.system),
+        prompt=redact_text(request.last_user),
         tools=list(request.tools),
         schema=asked.requested_schema(body),
         temperature=request.temperature,
         top_p=request.top_p,
         max_tokens=asked.max_tokens_of(body),
-        params=asked.params_of(body),
+        params=redact_json(asked.params_of(body)),
         stream=request.stream,
         timestamp=timestamp,
-        body=body,
+        body=redact_json(body),
     )
 
 

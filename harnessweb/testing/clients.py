@@ -61,6 +61,15 @@ class Clients:
         kw.setdefault("http_options", options)
         return genai.Client(**kw)
 
+    def cohere_client(self, **kw: Any) -> Any:
+        """A ``cohere`` ``ClientV2`` (Cohere's v2 chat, streamed or not, and embed), on ``httpx``."""
+        import cohere
+
+        kw.setdefault("api_key", API_KEY)
+        kw.setdefault("base_url", self.base_url)
+        kw.setdefault("httpx_client", self.http_client(library_name="httpx"))
+        return cohere.ClientV2(**kw)
+
     def _sdk_arguments(self, kw: dict[str, Any], prefix: str, *, asynchronous: bool) -> dict[str, Any]:
         kw.setdefault("api_key", API_KEY)
         kw.setdefault("base_url", self.base_url + prefix)

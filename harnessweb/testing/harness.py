@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import parse_qs
 
-from harnessweb.engine import configured, respond, routes
+from harnessweb.engine import configured, keys, respond, routes
 from harnessweb.engine.exchange import (
     ChatRequest,
     Decision,
@@ -21,9 +23,11 @@ from harnessweb.engine.exchange import (
     NothingMatched,
     ScenarioNotFound,
 )
-from harnessweb.engine.playback import Catalog, decide
-from harnessweb.engine.routes import SCENARIO_HEADER
-from harnessweb.engine.schemas import Scenario, format_validation_error
+from harnessweb.engine.expectations import KEY_PROBLEM
+from harnessweb.engine.playback import Catalog, check_key, decide
+from harnessweb.engine.redaction import redact_json
+from harnessweb.engine.routes import REQUIRE_KEY_HEADER, SCENARIO_HEADER
+from harnessweb.engine.schemas import FINGERPRINT_PATTERN, ExpectKey, Scenario, format_validation_error
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
@@ -44,10 +48,20 @@ class Options:
     llm_default: Any = field(default_factory=lambda: {"success": True})
     signature_key: str = "scenario-harness-thinking-signature"
     strict: bool = False
+    # Keys must arrive where their provider reads them (the server's HARNESS_REQUIRE_KEY), else its own refusal.
+    require_key: bool = False
 
 
 class HarnessError(Exception):
     """A test asked the harness for something it cannot do (an unknown scenario, an exception in server mode)."""
+
+
+class KeyRefused(Exception):
+    """Keys must arrive and this request's did not: the provider's own refusal (status, message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
 
 
 class Harness(Clients):
@@ -69,6 +83,7 @@ class Harness(Clients):
         self._async_models: dict[str, Any] = {}
         self.blocked: list[str] = []  # real provider hosts the code under test tried to reach
         self.trace_logs: list[str] = []
+        self.artifacts: dict[str, str] = {}  # name (or URL) → HTML or text, see artifact()
         # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
         self.server_source: Any = None
 
@@ -113,6 +128,30 @@ class Harness(Clients):
         exception instance is raised (at the ``llm`` boundary as it is, from the transport for SDK clients)."""
         self.answers.errors.append(configured.make_error(model, error, times))
 
+    def expect_key(self, key: str | None, place: str | None = None) -> str | None:
+        """Every later call must carry this API key (or the key with this fingerprint), in ``place`` if given (a
+        header's name, or ``?key``): a call with another key or none gets the validation failure and fails the test,
+        naming where its key came and its fingerprint, never the key. ``None`` expects no key any more. Returns the
+        fingerprint expected."""
+        if key is None:
+            self.answers.expect_key = None
+            return None
+        fingerprint = key if FINGERPRINT_PATTERN.fullmatch(key) else keys.fingerprint(key)
+        from pydantic import ValidationError
+
+        try:
+            self.answers.expect_key = ExpectKey(fingerprint=fingerprint, place=place)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            raise HarnessError(f"expect_key: invalid\n{format_validation_error(exc)}") from None
+        return fingerprint
+
+    def key_problems(self) -> list[str]:
+        """The calls whose API key was not the one expected (``expect_key``, or a scenario's ``expect_key``), each
+        naming where its key came and its fingerprint: the plugin fails the test on them."""
+        if self.answers.expect_key is None and not any(s.expect_key for s in self._catalog.by_id.values()):
+            return []
+        return [f"call {i}: {c.problem}" for i, c in enumerate(self.calls) if c.problem.startswith(KEY_PROBLEM)]
+
     def serve(self) -> str:
         """Serve the rest of this test from the real app (for code that cannot take a client: a subprocess, a node
         script; see ``env()``); returns the server's URL."""
@@ -124,6 +163,14 @@ class Harness(Clients):
         """Keep a trace log for this test (seed 001's TurnLog); ``--harness-upload`` sends it with the test's run."""
         self.trace_logs.append(text)
 
+    def artifact(self, name: str, content: str | bytes) -> None:
+        """Keep an artifact of this test (seed 001's generated page: its URL or name and its HTML, or any text);
+        ``--harness-upload`` sends it with the test's run, and in server mode it goes to the test's run."""
+        self.artifacts[name] = content.decode("utf-8") if isinstance(content, bytes) else content
+
+    def send_artifacts(self) -> None:
+        """Send the artifacts not yet on the server (server mode, at the test's end); in-process, nothing to do."""
+
     def env(self) -> dict[str, str]:
         """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the
         harness server (this test switches to server mode) and its calls land in this test's history."""
@@ -131,7 +178,8 @@ class Harness(Clients):
         return self.env()  # now a RemoteHarness's
 
     def reset(self) -> None:
-        """Forget configured answers, errors, the scenario in use, attempt counters, kept answers and history."""
+        """Forget configured answers, errors, the expected key, the scenario in use, attempt counters, kept answers
+        and history."""
         self.answers.clear()
         self._calls.clear()
         self._scenario = None
@@ -208,13 +256,23 @@ class Harness(Clients):
     # -- answering -----------------------------------------------------------------------------------------------
 
     def answer(
-        self, request: ChatRequest, body: dict[str, Any], path: str, scenario_header: str | None = None
+        self,
+        request: ChatRequest,
+        body: dict[str, Any],
+        path: str,
+        scenario_header: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        query_key: str = "",
     ) -> tuple[history.Call, Decision, Failure | None]:
         """The one step every call takes: record it, then a configured error, a configured answer, or the engine
         (a scenario, an instruction block, the lorem). Returns the call, the decision and the failure to serve (or
         None); raises a configured exception as it is, and the engine's refusals (unknown scenario, nothing
-        matched under ``unmatched_error``, an invalid request)."""
+        matched under ``unmatched_error``, an invalid request). A call on a wire (``headers`` given) is then checked
+        as the server checks it: :class:`KeyRefused` when keys must arrive and its did not, the validation failure
+        when it carries another key than the one expected."""
         call = self._begin(request, body, path)
+        if request.key_place:
+            call.key = {"place": request.key_place, "fingerprint": request.key_fingerprint}
         error = self.answers.take_error(request.model)
         if error is not None and isinstance(error.error, BaseException):
             call.answered_by = "configured"
@@ -224,7 +282,7 @@ class Harness(Clients):
         if entry is not None:
             call.answered_by = "configured"
             decision, failure = configured.play(entry, request, len(self._calls), self.options.signature_key)
-            return call, decision, failure
+            return call, *self._checked(call, decision, failure, request, headers, query_key)
         decision = decide(
             self._catalog,
             request,
@@ -234,14 +292,39 @@ class Harness(Clients):
             unmatched_error=self.options.unmatched_error,
         )
         call.answered_by = decision.mode
+        decision, _ = self._checked(call, decision, None, request, headers, query_key)
         failure = None
-        if decision.failure is not None:
-            key = (request.protocol, request.system, request.first_user, decision.scenario_id, decision.turn)
+        if decision.failure is not None:  # counted per scenario, turn and provider (Decision.counter), as the server
+            key = (decision.counter, request.system, request.first_user, decision.turn)
             attempt = self._attempts.get(key, 0)
             if attempt < decision.failures_before_success:
                 self._attempts[key] = attempt + 1
                 failure = decision.failure
         return call, decision, failure
+
+    def _checked(
+        self,
+        call: history.Call,
+        decision: Decision,
+        failure: Failure | None,
+        request: ChatRequest,
+        headers: Mapping[str, str] | None,
+        query_key: str,
+    ) -> tuple[Decision, Failure | None]:
+        """The server's checks of a call's key, in its order: keys that must arrive (the option, the header, the
+        scenario's ``require_key``), then the key expected of every call."""
+        if headers is None:  # the llm boundary: no key travels
+            return decision, failure
+        scenario = self._catalog.by_id.get(decision.scenario_id)
+        required = self.options.require_key or headers.get(REQUIRE_KEY_HEADER) == "1"
+        if required or (scenario is not None and scenario.require_key):
+            refused = keys.refusal(request.family or request.protocol, headers, query_key)
+            if refused is not None:
+                call.error = {"status": refused[0], "kind": "rejected", "message": refused[1]}
+                raise KeyRefused(*refused)
+        checked = check_key(decision, request, self.answers.expect_key, self.options.signature_key)
+        call.problem = checked.problem
+        return checked, (failure if checked is decision else None)
 
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
         call = history.call_from(request, body, path, datetime.datetime.now(datetime.UTC).isoformat())
@@ -277,15 +360,22 @@ class Harness(Clients):
         if isinstance(request, Encoded):
             return respond.Outgoing(request), extra, None
         if isinstance(request, EmbeddingRequest):
-            return respond.Outgoing(encode_embeddings(request, self._catalog.pins)), extra, None
+            encode = getattr(route.wire, "encode_embeddings", encode_embeddings)  # Cohere's has its own shape
+            return respond.Outgoing(encode(request, self._catalog.pins)), extra, None
         wire = route.wire
         if request.continues:
             kept = self._kept.get((wire.PROTOCOL, request.continues))
             if kept is None:
                 return respond.Outgoing(wire.encode_unknown_answer(request.continues, request_id)), extra, None
             request = respond.continued(wire, request, kept[0])
+        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
+        request = keys.stamped(request, headers, query_key)
         try:
-            call, decision, failure = self.answer(request, body_json, path, headers.get(SCENARIO_HEADER))
+            call, decision, failure = self.answer(
+                request, body_json, path, headers.get(SCENARIO_HEADER), headers=headers, query_key=query_key
+            )
+        except KeyRefused as exc:
+            return error(exc.status, exc.message), extra, self._calls[-1]
         except ScenarioNotFound as exc:
             return error(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)"), extra, None
         except NothingMatched as exc:
@@ -302,7 +392,7 @@ class Harness(Clients):
             answer_id, conversation, response = respond.kept(wire, request, reply)
             self._kept[(wire.PROTOCOL, answer_id)] = (conversation, response)
         out = respond.reply_outgoing(wire, reply, request)
-        call.response = respond.response_summary(replace(decision, reply=reply), out.encoded)
+        call.response = redact_json(respond.response_summary(replace(decision, reply=reply), out.encoded))
         return out, extra, call
 
 

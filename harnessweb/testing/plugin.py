@@ -44,6 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_autouse", "Give every test a harness without naming the fixture", default="false")
     parser.addini("harness_pacing", "Honour the scenarios' pacing (streams wait between chunks)", default="true")
     parser.addini("harness_unmatched", "What a call nothing answers gets: 'lorem' or 'error' (a 404)", default="lorem")
+    parser.addini("harness_require_key", "Keys must arrive where their provider reads them (or HARNESS_REQUIRE_KEY)",
+                  default="false")  # fmt: skip
     parser.addini(
         "harness_llm_default",
         "What an llm model with nothing configured answers: JSON (seed 002's default) or 'lorem'",
@@ -87,6 +89,8 @@ def _options(config: pytest.Config) -> Options:
         unmatched_error=unmatched == "error",
         llm_default=llm_default,
         strict=_flag(config, "harness_strict"),
+        require_key=_flag(config, "harness_require_key")
+        or _BOOL.get(os.environ.get("HARNESS_REQUIRE_KEY", "").strip().lower(), False),
     )
 
 
@@ -151,8 +155,10 @@ def harness(
     patch_llm(monkeypatch, instance)
     guard.route_default_clients(monkeypatch, instance)
     yield instance
+    instance.send_artifacts()  # server mode: those kept before the test's run existed
     problems = [f"a request to the real provider host {host} (the harness does not serve it)" for host in
                 dict.fromkeys(instance.blocked)]  # fmt: skip
+    problems += instance.key_problems()  # a call whose key was not the one expected
     if instance.options.strict:
         problems += instance.strict_problems()
     if problems:

@@ -35,6 +35,8 @@ def calls_from_events(events: list[dict[str, Any]]) -> list[history.Call]:
             continue
         elif kind == "match":
             call.answered_by = data.get("mode", "")
+        elif kind == "validation":
+            call.problem = data.get("problem") or ""
         elif kind == "failure_injected":
             call.error = {"status": None, "kind": data.get("status"), "message": data.get("message")}
         elif kind == "rejected":
@@ -57,7 +59,11 @@ def _call_of(data: dict[str, Any], timestamp: str) -> history.Call | None:
         body, request = respond.read_request(route, orjson.dumps(data.get("body")))
     except WireError:
         return None
-    return history.call_from(request, body, data["path"], timestamp) if isinstance(request, ChatRequest) else None
+    if not isinstance(request, ChatRequest):
+        return None
+    call = history.call_from(request, body, data["path"], timestamp)
+    call.key = data.get("key") if isinstance(data.get("key"), dict) else None
+    return call
 
 
 class RemoteHarness(Harness):
@@ -75,8 +81,9 @@ class RemoteHarness(Harness):
             base_url=server.url + "/api", headers={"Authorization": f"Bearer {server.token}"}, timeout=30
         )
         self._forgotten: set[tuple[str, str]] = set()
+        self._artifacts_sent: dict[str, str] = {}
         self._scenario_pushed = ""
-        if self.answers.answers or self.answers.errors or self._scenario:
+        if self.answers.answers or self.answers.errors or self._scenario or self.answers.expect_key:
             self._push()
         return self
 
@@ -123,6 +130,11 @@ class RemoteHarness(Harness):
         super().set_response(**kw)
         self._push()
 
+    def expect_key(self, key: str | None, place: str | None = None) -> str | None:
+        fingerprint = super().expect_key(key, place)
+        self._push()  # the run's script carries it: the server checks every request of the run
+        return fingerprint
+
     def set_error(self, error: str | BaseException, times: int | str = 1, model: str | None = None) -> None:
         if isinstance(error, BaseException):
             raise HarnessError(
@@ -141,6 +153,24 @@ class RemoteHarness(Harness):
                 raise HarnessError(f"use_scenario: the server refused the scenario: {response.text}")
         self._push()
         return chosen
+
+    def artifact(self, name: str, content: str | bytes) -> None:
+        super().artifact(name, content)
+        self.send_artifacts()
+
+    def send_artifacts(self) -> None:
+        """POST the artifacts the test's run does not have yet; before the test's first call the run does not exist
+        yet, and they wait for the next artifact or the test's end."""
+        for name, content in self.artifacts.items():
+            if self._artifacts_sent.get(name) == content:
+                continue
+            response = self._api.post(f"/runs/{self.run_id}/artifacts", json={"name": name, "content": content})
+            if response.status_code == 404:
+                return
+            self._artifacts_sent[name] = content  # refused, it is not tried again at the test's end
+            if response.status_code >= 400:
+                refusal = f"({response.status_code}): {response.text[:500]}"
+                raise HarnessError(f"the server refused the artifact {name!r} {refusal}")
 
     def reset(self) -> None:
         self._forgotten.update(self._key(c) for c in self.calls)

@@ -1,7 +1,8 @@
 """``--harness-upload URL --harness-token T``: at the end of the session, each test that had a harness becomes a run on
 that dashboard (source "pytest", named by its node id, its outcome and duration), with its calls as the run's
-events and a trace log per ``harness.trace_log(text)``; the session's results go up as JUnit XML on a run of their
-own. A dashboard that is down or refuses costs a warning line, never a failed test session."""
+events, a trace log per ``harness.trace_log(text)`` and an artifact per ``harness.artifact(name, content)``; the
+session's results go up as JUnit XML on a run of their own. A dashboard that is down or refuses costs a warning
+line, never a failed test session."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
 
+from harnessweb.engine.redaction import redact_text
 from harnessweb.testing.calls import Call
 from harnessweb.testing.harness import Harness
 
@@ -26,6 +28,15 @@ class TestRecord:
     stop: float = 0.0
     message: str = ""
     phases: list[str] = field(default_factory=list)
+
+
+def skip_reason(report: Any) -> str:
+    """Why a test was skipped: ``pytest.skip``'s reason (longrepr is ``(path, line, "Skipped: why")``), or an
+    expected failure's."""
+    if getattr(report, "wasxfail", None) is not None:
+        return f"xfail: {report.wasxfail}" if report.wasxfail else "xfail"
+    longrepr = report.longrepr
+    return str(longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else longrepr or "")
 
 
 def _instant(seconds: float) -> str:
@@ -101,6 +112,7 @@ class Uploader:
             record.message = str(report.longrepr)[-4000:]
         elif report.skipped and record.outcome == "passed":
             record.outcome = "skipped"
+            record.message = skip_reason(report)
 
     def _post(self, path: str, **kw: Any) -> Any:
         response = self.client.post(path, **kw)
@@ -126,7 +138,8 @@ class Uploader:
     def _upload_test(self, record: TestRecord) -> None:
         harness = record.harness
         assert harness is not None
-        status = {"passed": "passed", "skipped": "passed", "failed": "failed"}.get(record.outcome, "errored")
+        # The run's status says what became of the test: a skipped test is neither passed nor failed.
+        status = {"passed": "passed", "skipped": "skipped", "failed": "failed"}.get(record.outcome, "errored")
         digest = hashlib.sha256(record.nodeid.encode()).hexdigest()[:16]
         run = self._post(
             "/runs",
@@ -134,7 +147,7 @@ class Uploader:
                 "name": record.nodeid[:200],
                 "source": "pytest",
                 "status": status,
-                "status_reason": record.message[:2000] if status != "passed" else "",
+                "status_reason": redact_text(record.message[:2000]) if status != "passed" else "",
                 "external_id": f"pytest-{self.session}-{digest}",
                 "started_at": _instant(record.start),
                 "finished_at": _instant(record.stop or record.start),
@@ -144,11 +157,17 @@ class Uploader:
         if calls:
             self._post(f"/runs/{run['id']}/calls", json={"calls": [call_out(c) for c in calls]})
         logs = [
-            {"turn_number": i, "file_path": record.nodeid[:1000], "content": text}
+            {"turn_number": i, "file_path": record.nodeid[:1000], "content": redact_text(text)}  # else refused
             for i, text in enumerate(harness.trace_logs, 1)
         ]
         if logs:
             self._post(f"/runs/{run['id']}/trace-logs", json=logs)
+        artifacts = [{"name": name, "content": redact_text(content)} for name, content in harness.artifacts.items()]
+        if artifacts:  # a list answers 207: one refused is named, the others kept
+            results = self._post(f"/runs/{run['id']}/artifacts", json=artifacts)["results"]
+            refused = [(artifacts[r["index"]]["name"], r["errors"]) for r in results if not r["accepted"]]
+            if refused:
+                raise RuntimeError(f"artifacts refused: {refused}")
 
     def upload_junit(self, records: list[TestRecord]) -> None:
         try:

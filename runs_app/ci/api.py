@@ -91,15 +91,23 @@ class RunFilters(Schema):
     status: RunStatus | None = None
     source: Annotated[str, Field(max_length=20)] | None = None
     since: Instant | None = None
+    test: Annotated[Str200, Field(description="Part of a CI or pytest run's test name")] | None = None
+    fingerprint: Annotated[str, Field(max_length=64, description="A key's fingerprint (never the key)")] | None = None
 
 
 @router.get("/runs", response=list[RunOut], summary="List runs, newest first")
 @paginate(Page)
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
-    """Runs of the fake endpoints and of CI, filtered by scenario, status, source, and start time (``since``)."""
+    """Runs of the fake endpoints and of CI, filtered by scenario, status, source, start time (``since``), test name
+    (``test``, a part of it) and the fingerprint of an API key a request of the run presented."""
     # id breaks ties between runs started in the same instant, so that pages neither repeat nor skip a run.
     runs = Run.objects.filtered(
-        scenario=filters.scenario or "", status=filters.status or "", source=filters.source or "", since=filters.since
+        scenario=filters.scenario or "",
+        status=filters.status or "",
+        source=filters.source or "",
+        since=filters.since,
+        test=filters.test or "",
+        fingerprint=filters.fingerprint or "",
     )
     return runs.order_by("-started_at", "id")
 
@@ -369,8 +377,8 @@ def _cassette_meta(request: HttpRequest, meta: CassetteMeta) -> CassetteMeta:
 )
 def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
     """A cassette in the VCR format, kept byte for byte. Provider and scenario come from the name
-    (``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json``) unless given. A cassette with an
-    unredacted Authorization, x-api-key, api-key, cookie or set-cookie header is refused, naming the header.
+    (``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json``) unless given. A cassette with a
+    secret left in it (a secret header or query parameter, a key in a body) is refused, naming the file and place.
     The same bytes uploaded again answer 200 with the stored cassette."""
     meta = _cassette_meta(request, meta)
     files, field = read_uploads(request, default_name=meta.name)
@@ -381,7 +389,7 @@ def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
         cassette = CassetteFile.model_validate(parse_json(data, field))
     except PydanticValidationError as exc:
         raise invalid_from(exc, *field) from exc
-    leaks = [{**leak, "loc": (*field, *leak["loc"])} for leak in leaked_secrets(cassette)]
+    leaks = [{**leak, "loc": (*field, *leak["loc"])} for leak in leaked_secrets(cassette, upload_name)]
     if leaks:
         raise ValidationError(leaks)
 

@@ -1,6 +1,7 @@
 """The calls router: ``POST /api/runs/{id}/calls`` records calls a test made outside the server (the pytest plugin's
 in-process mode) as the run's events, in the shape the fake endpoint records its own (request, match, an injected
-failure, response), so the run page shows them like any served conversation."""
+failure, response), so the run page shows them like any served conversation, their secrets redacted as the
+endpoint's are."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessweb.apikit import ErrorOut, Instant, Str200, Text, invalid, invalid_from, json_body_doc, read_json
+from harnessweb.engine.redaction import redact_json
 from runs_app.models import Run, RunEvent
 
 router = Router()
@@ -81,7 +83,11 @@ def upload_calls(request: HttpRequest, run_id: uuid.UUID) -> Any:
         rows = []
         for call in calls:
             for kind, data in _events(call):
-                rows.append(RunEvent(run=run, seq=seq, timestamp=call.timestamp, kind=kind, turn=call.turn, data=data))
+                rows.append(
+                    RunEvent(
+                        run=run, seq=seq, timestamp=call.timestamp, kind=kind, turn=call.turn, data=redact_json(data)
+                    )
+                )
                 seq += 1
         RunEvent.objects.bulk_create(rows)
         if calls and run.protocol == "":

@@ -11,7 +11,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harnessweb.engine.redaction import REDACTED, SECRET_HEADERS
+from harnessweb.engine.redaction import (
+    REDACTED,
+    SECRET_HEADERS,
+    is_redacted,
+    secrets_in_json,
+    secrets_in_text,
+    secrets_in_url,
+)
 from runs_app.models import Provider
 
 # The older cassette names (``{provider}_{scenario}.json``, as in the shared fixtures) name the same scenarios as the
@@ -68,26 +75,37 @@ class CassetteFile(_CassettePart):
     interactions: list[CassetteInteraction] = Field(min_length=1)
 
 
-def _redacted(name: str, value: str) -> bool:
-    value = value.strip()
-    if value in ("", REDACTED):
-        return True
-    # "Bearer [REDACTED]": the scheme is no secret.
-    scheme, _, rest = value.partition(" ")
-    return name.lower() == "authorization" and scheme.isalpha() and rest.strip() == REDACTED
+def leaked_secrets(cassette: CassetteFile, file_name: str = "") -> Iterator[dict[str, Any]]:
+    """Each secret a cassette still holds, as a field error naming the interaction and the place: a secret header
+    whose value is not redacted (a scheme before the marker is no secret: ``Bearer [REDACTED]``), a secret query
+    parameter of the URL, a key shape in another header, in the request body (by JSON path) or in a response chunk;
+    ``file_name`` leads each message.
+    """
 
+    def _leak(loc: tuple[Any, ...], msg: str) -> dict[str, Any]:
+        msg = f"{file_name}: {msg}" if file_name else msg
+        return {"loc": loc, "msg": f"{msg}; replace it with {REDACTED}", "type": "unredacted_secret"}
 
-def leaked_secrets(cassette: CassetteFile) -> Iterator[dict[str, Any]]:
-    """Each request or response header among SECRET_HEADERS whose value is not redacted, as a field error."""
     for index, interaction in enumerate(cassette.interactions):
+        request = interaction.request
+        for parameter in secrets_in_url(request.url):
+            yield _leak(("interactions", index, "request", "url"), f"query parameter {parameter} is not redacted")
+        for kind in secrets_in_text(request.url.partition("?")[0]):
+            yield _leak(("interactions", index, "request", "url"), f"the URL holds {kind}")
         for side in ("request", "response"):
             for position, (name, value) in enumerate(getattr(interaction, side).headers):
-                if name.lower() in SECRET_HEADERS and not _redacted(name, value):
-                    yield {
-                        "loc": ("interactions", index, side, "headers", position),
-                        "msg": f"header {name} has a value that is not redacted; replace it with {REDACTED}",
-                        "type": "unredacted_secret",
-                    }
+                loc = ("interactions", index, side, "headers", position)
+                if name.lower() in SECRET_HEADERS and not is_redacted(value):
+                    yield _leak(loc, f"header {name} has a value that is not redacted")
+                elif name.lower() not in SECRET_HEADERS and (kinds := secrets_in_text(value)):
+                    yield _leak(loc, f"header {name} holds {kinds[0]}")
+        for field in ("body", "body_text"):
+            for path, what in secrets_in_json(getattr(request, field, None)):
+                where = f"body at {path}" if field == "body" else field
+                yield _leak(("interactions", index, "request", field), f"the request's {where}: {what}")
+        for position, chunk in enumerate(interaction.response.body_chunks or ()):
+            for kind in secrets_in_text(chunk):
+                yield _leak(("interactions", index, "response", "body_chunks", position), f"the chunk holds {kind}")
 
 
 def cassette_file_name(name: str) -> str:

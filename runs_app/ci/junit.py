@@ -7,7 +7,7 @@ with ``<failure>``, ``<error>``, ``<skipped>``; ``<properties>`` at suite and ca
 that never did.
 
 Documents with a DTD or entity declarations are refused before parsing (no billion laughs, no external entities):
-none of those tools writes one.
+none of those tools writes one. Secrets in what is kept of a case (its names, message and properties) are redacted.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+
+from harnessweb.engine.redaction import redact_json, redact_text
 
 PASSED = "passed"
 FAILED = "failed"
@@ -148,14 +150,15 @@ def _case(element: ET.Element, suite: str, suite_properties: dict[str, str]) -> 
         if status is not None:
             outcome, message = candidate, status.get("message") or _first_line(status.text)
             break
+    # What is kept of a case has its secrets redacted: a key printed in a failure's message stays behind.
     return TestCase(
-        suite=suite,
-        name=element.get("name", ""),
-        classname=element.get("classname", ""),
+        suite=redact_text(suite),
+        name=redact_text(element.get("name", "")),
+        classname=redact_text(element.get("classname", "")),
         duration_s=_seconds(element.get("time")),
         outcome=outcome,
-        message=message,
-        properties={**suite_properties, **_properties(element)},
+        message=redact_text(message),
+        properties=redact_json({**suite_properties, **_properties(element)}),
     )
 
 

@@ -23,7 +23,7 @@ from django.conf import settings
 
 from harnessweb.engine import respond, routes
 from harnessweb.engine.exchange import Block, ChatRequest, Decision, Failure, Reply, Usage, sign_thinking
-from harnessweb.engine.redaction import redact
+from harnessweb.engine.redaction import redact, redact_json, redact_text, redact_url
 from harnessweb.engine.wire.common import Encoded, WireError
 from runs_app.ci.recordings import summarize_interaction
 from runs_app.models import Run, RunEvent
@@ -123,23 +123,23 @@ def _headers(pairs: tuple[tuple[bytes, bytes], ...]) -> list[list[str]]:
 
 
 def interaction(exchange: Exchange) -> dict[str, Any]:
-    """One exchange as a cassette interaction; secret headers redacted (the recorder redacted them already: this
-    holds for events written by anything else too)."""
+    """One exchange as a cassette interaction; its secrets redacted (the recorder redacted them already: this holds
+    for events written by anything else too)."""
     out, drop_after = encoded(exchange)
     request = exchange.request.data
     frames = [frame for frame in out.frames[:drop_after] if frame]
     response: dict[str, Any] = {"status": out.status, "headers": _headers(out.headers)}
     try:
-        response["body_chunks"] = [frame.decode("utf-8") for frame in frames]
+        response["body_chunks"] = [redact_text(frame.decode("utf-8")) for frame in frames]
     except UnicodeDecodeError:
         response["body_chunks_base64"] = [base64.b64encode(frame).decode("ascii") for frame in frames]
     headers = redact((str(name), str(value)) for name, value in (request.get("headers") or {}).items())
     return {
         "request": {
             "method": str(request.get("method") or "POST"),
-            "url": BASE_URL + str(request.get("path") or ""),
+            "url": redact_url(BASE_URL + str(request.get("path") or "")),
             "headers": headers,
-            "body": request.get("body"),
+            "body": redact_json(request.get("body")),
         },
         "response": response,
     }

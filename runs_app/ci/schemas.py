@@ -11,6 +11,7 @@ import re
 import uuid
 from typing import Annotated, Any, Literal
 
+from django.urls import reverse
 from ninja import Schema
 from pydantic import (
     AfterValidator,
@@ -19,9 +20,24 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
+    field_validator,
 )
 
-from harnessweb.apikit import ExternalId, Instant, SmallCount, Str64, Str100, Str128, Str200, Str500, Str1000, Text
+from harnessweb.apikit import (
+    ExternalId,
+    Instant,
+    SmallCount,
+    Str64,
+    Str100,
+    Str128,
+    Str200,
+    Str500,
+    Str1000,
+    Text,
+    short_text,
+)
+from harnessweb.engine.redaction import first_secret, redact_text
 from runs_app.judging.verdicts import NoVerdict, parse_verdict
 
 # -- field types -----------------------------------------------------------------------------------------------------
@@ -45,8 +61,9 @@ def _http_url(value: str) -> str:
 
 # -- runs ------------------------------------------------------------------------------------------------------------
 
-RunStatus = Literal["running", "passed", "failed", "errored"]
-FinishedStatus = Literal["passed", "failed", "errored"]
+# "skipped": a test that did not run (the pytest plugin's skipped tests, or CI's), as final as passed or failed.
+RunStatus = Literal["running", "passed", "failed", "errored", "skipped"]
+FinishedStatus = Literal["passed", "failed", "errored", "skipped"]
 
 
 class RunIn(Schema):
@@ -116,6 +133,21 @@ class TraceLogIn(BaseModel):
     turn_number: SmallCount = Field(validation_alias=AliasChoices("turn_number", "turnNumber"))
     file_path: Str1000 = Field(validation_alias=AliasChoices("file_path", "filePath"))
     content: Text
+
+    @field_validator("file_path")
+    @classmethod
+    def _redacted_path(cls, file_path: str) -> str:
+        return redact_text(file_path)  # stored, and named in a refusal: a key in it stays behind
+
+    @field_validator("content")
+    @classmethod
+    def _no_secret(cls, content: str, info: ValidationInfo) -> str:
+        """A log that holds a key is refused, naming the file and line: redact it before it is uploaded."""
+        if found := first_secret(content):
+            line, kind = found
+            where = info.data.get("file_path", "the log")
+            raise ValueError(f"{where}, line {line}, holds {kind}: redact it before uploading the log")
+        return content
 
 
 class TraceLogOut(Schema):
@@ -247,6 +279,103 @@ class CassetteOut(Schema):
     commit: str
     uploaded_at: dt.datetime
     duplicate: bool = False
+
+
+# -- conversations and artifacts -------------------------------------------------------------------------------------
+
+
+class MessagesIn(BaseModel):
+    """A conversation as ``POST /api/runs/{id}/messages`` takes it in an object (a bare list of messages is taken
+    too): the messages in OpenAI's or Anthropic's shape, Anthropic's top-level ``system`` prompt, the shape when the
+    messages do not tell it, and the position of the first message (0: the whole conversation, sent again whole)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Any]
+    system: str | list[Any] | None = None
+    format: Literal["openai", "anthropic"] | None = None
+    start: SmallCount = 0
+
+
+class MessageOut(Schema):
+    position: int
+    role: str
+    name: str
+    format: str
+    parts: list[dict[str, Any]]
+
+
+class MessagesOut(Schema):
+    run_id: uuid.UUID
+    created: int = Field(description="Messages stored by this upload")
+    duplicates: int = Field(description="Messages already stored at their position (a retry)")
+    messages: list[MessageOut]
+
+
+def _artifact_kind(value: Any) -> Any:
+    # A MIME type (text/html; charset=utf-8) names the kind too.
+    if isinstance(value, str):
+        return {"text/html": "html", "text/plain": "text"}.get(value.split(";")[0].strip().lower(), value)
+    return value
+
+
+_HTML_START = re.compile(r"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL)
+
+
+ArtifactName = short_text(500, min_length=1)
+
+
+class ArtifactIn(BaseModel):
+    """A named artifact: seed 001's generated page (its short URL or name and its HTML) or any text. ``kind`` is
+    ``html`` or ``text`` (a MIME type also does); when not given, a name ending in .html or content that opens as an
+    HTML document is HTML."""
+
+    model_config = ConfigDict(loc_by_alias=False)
+
+    name: ArtifactName = Field(validation_alias=AliasChoices("name", "url"))
+    content: Text
+    kind: Annotated[Literal["html", "text"] | None, BeforeValidator(_artifact_kind)] = Field(
+        None, validation_alias=AliasChoices("kind", "content_type", "contentType")
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _redacted_name(cls, name: str) -> str:
+        return redact_text(name)[:500]  # a URL may carry a key in its query
+
+    @field_validator("content")
+    @classmethod
+    def _no_secret(cls, content: str, info: ValidationInfo) -> str:
+        """An artifact that holds a key is refused, naming the line: redact it before it is uploaded."""
+        if found := first_secret(content):
+            line, kind = found
+            where = info.data.get("name", "the artifact")
+            raise ValueError(f"{where}, line {line}, holds {kind}: redact it before uploading the artifact")
+        return content
+
+    def resolved_kind(self) -> str:
+        if self.kind:
+            return self.kind
+        if self.name.lower().endswith((".html", ".htm")) or _HTML_START.match(self.content[:4096]):
+            return "html"
+        return "text"
+
+
+class ArtifactOut(Schema):
+    id: int
+    run_id: uuid.UUID
+    name: str
+    kind: str
+    size: int = Field(description="Bytes of content, in UTF-8")
+    digest: str
+    raw_url: str = Field(description="Its content, for a logged-in browser, under a sandboxing Content-Security-Policy")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    duplicate: bool = False
+
+    @staticmethod
+    def resolve_raw_url(obj: Any) -> str:
+        return reverse("runs:artifact_raw", args=[obj.pk])
 
 
 # -- OpenAPI helpers -------------------------------------------------------------------------------------------------

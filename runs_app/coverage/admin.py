@@ -56,13 +56,19 @@ def coverage_column(obligation: str, cells: dict[str, dict[str, Any]]) -> Callab
 
 
 class ProviderForm(forms.ModelForm):
+    """A new provider starts owing every tier (seed 003); unticking one a native provider owes asks for the reason
+    it does not apply (``not_applicable``), checked by ``Provider.clean``."""
+
     required_tiers = forms.MultipleChoiceField(
-        choices=[(tier, tier) for tier in TIERS], widget=forms.CheckboxSelectMultiple, required=False
+        choices=[(tier, tier) for tier in TIERS],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        initial=list(TIERS),
     )
 
     class Meta:
         model = Provider
-        fields = ("name", "onboarding", "required_tiers", "cassette_floor", "required_scenarios")
+        fields = ("name", "onboarding", "required_tiers", "cassette_floor", "required_scenarios", "not_applicable")
 
 
 @admin.register(Provider)

@@ -40,20 +40,20 @@ class Gap:
 
 def _cassette_gaps(name: str, cell: dict[str, Any]) -> list[Gap]:
     missing = list(cell.get("missing_scenarios") or [])
+    misfits: dict[str, str] = cell.get("misfits") or {}
     gaps = [
-        Gap(
-            name,
-            CASSETTES,
-            "",
-            MISSING,
-            f"no cassette for the required scenario {scenario}",
-            f"verify_{name}_{scenario}.json",
-        )  # fmt: skip
-        for scenario in missing
+        Gap(name, CASSETTES, "", MISSING, f"no cassette for the required scenario {s}", f"verify_{name}_{s}.json")
+        for s in missing
+        if s not in misfits
+    ]
+    # A cassette whose stream does not show what its name claims: recorded again, it closes the gap.
+    gaps += [
+        Gap(name, CASSETTES, "", FAILING, why, f"record verify_{name}_{scenario}.json again")
+        for scenario, why in misfits.items()
     ]
     short = cell.get("floor", 0) - cell.get("count", 0) - len(missing)
     if short > 0:
-        have = {*missing, *(cell.get("scenarios") or ())}
+        have = {*missing, *misfits, *(cell.get("scenarios") or ())}
         suggestions = [s for s in SEED_SCENARIOS if s not in have][:short]
         files = ", ".join(f"verify_{name}_{s}.json" for s in suggestions) or f"{short} more verify_{name}_*.json"
         reason = f"{cell.get('count', 0)} cassettes of the floor {cell.get('floor', 0)}"

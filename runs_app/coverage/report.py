@@ -20,11 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from django.utils import timezone
 
 from harnessweb.text import plural
 from runs_app.ci.cassettes import canonical_scenario, parse_cassette_name
-from runs_app.coverage import checks
+from runs_app.ci.recordings import cassette_summaries
+from runs_app.coverage import checks, fits
 from runs_app.coverage.attribution import (
     CASE_TIERS,
     DEFAULT_TIER_PATTERNS,
@@ -136,7 +138,24 @@ def _collect_cassettes(provider_names: Iterable[str]) -> dict[str, dict[str, dic
         if provider is None or not scenario.strip():
             continue
         result.setdefault(provider, {}).setdefault(canonical_scenario(scenario), row)
+    _mark_misfits([row for scenarios in result.values() for row in scenarios.values()])
     return result
+
+
+def _mark_misfits(rows: list[dict[str, Any]]) -> None:
+    """Each counted cassette's ``misfit``: why its stream does not show what its scenario's name claims (or None),
+    read from the bytes of the latest cassettes only (one query)."""
+    checked = {row["id"]: row for row in rows if row["scenario"] and canonical_scenario(row["scenario"]) in fits.RULES}
+    for row in rows:
+        row["misfit"] = None
+    for cassette_id, content in Cassette.objects.filter(id__in=list(checked)).values_list("id", "content"):
+        row = checked[cassette_id]
+        try:
+            summaries = cassette_summaries(orjson.loads(bytes(content)))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            row["misfit"] = f"its interactions cannot be read ({exc})"
+            continue
+        row["misfit"] = fits.misfit(canonical_scenario(row["scenario"]), summaries)
 
 
 def _collect_waivers(providers: list[Provider]) -> dict[tuple[int, str], list[Waiver]]:
@@ -175,9 +194,17 @@ def _cell(state: str, reason: str, **values: Any) -> dict[str, Any]:
 
 def _required(provider: Provider, tier: str) -> bool:
     """Whether a provider owes a tier; error paths are owed wherever conformance is (the seed lets OpenAI-compatible
-    presets off both), unless named on their own."""
+    presets off both), unless named on their own; a tier marked not applicable (with its reason) is not owed."""
     owed = provider.required_tiers or []
+    if provider.not_applicable_reason(tier):
+        return False
     return tier in owed or (tier == ERROR_PATHS and "conformance" in owed)
+
+
+def _not_owed(provider: Provider, obligation: str, what: str) -> str:
+    """Why a provider does not owe an obligation: the reason it was marked not applicable, else its kind's."""
+    reason = provider.not_applicable_reason(obligation)
+    return f"marked not applicable: {reason}" if reason else f"{what} are not required for {_kind(provider)}"
 
 
 def _check_rows(tier: str, cases: list[tuple[int, str, str | None]]) -> list[dict[str, Any]]:
@@ -211,7 +238,7 @@ def _tier_state(provider: Provider, tier: str, evidence: _TierEvidence | None) -
     required = _required(provider, tier)
     if evidence is None:
         if not required:
-            return _cell(NOT_APPLICABLE, f"{tier} tests are not required for {_kind(provider)}")
+            return _cell(NOT_APPLICABLE, _not_owed(provider, tier, f"{tier} tests"))
         return _cell(MISSING, f"no {tier} test results for {provider.name} in any uploaded run")
 
     outcomes = [outcome for _, outcome, _ in evidence.cases]
@@ -245,7 +272,7 @@ def _tier_state(provider: Provider, tier: str, evidence: _TierEvidence | None) -
             reason += f"; {flaky} flaky (failed, then passed on a rerun)"
     if not required:
         state = NOT_APPLICABLE
-        reason = f"{tier} tests are not required for {_kind(provider)}; {reason}"
+        reason = f"{_not_owed(provider, tier, f'{tier} tests')}; {reason}"
     return _cell(
         state,
         reason,
@@ -258,7 +285,15 @@ def _tier_state(provider: Provider, tier: str, evidence: _TierEvidence | None) -
     )
 
 
-def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _cassette_cell(provider: Provider, cassettes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The cassettes' cell: the floor and the required scenarios, counted only with cassettes that show what their
+    names claim (one that does not fails the cell, naming it and why)."""
+    if reason := provider.not_applicable_reason(CASSETTES):
+        return _cell(NOT_APPLICABLE, f"marked not applicable: {reason}") | {
+            "count": 0, "floor": 0, "missing_scenarios": [], "scenarios": [], "misfits": {},
+        }  # fmt: skip
+    present = {s: row for s, row in cassettes.items() if not row.get("misfit")}
+    misfits = {s: f"{row['name']}: {row['misfit']}" for s, row in sorted(cassettes.items()) if row.get("misfit")}
     required = [s.strip().lower() for s in (provider.required_scenarios or []) if s.strip()]
     floor = provider.cassette_floor
     count = len(present)
@@ -291,7 +326,10 @@ def _cassette_cell(provider: Provider, present: dict[str, dict[str, Any]]) -> di
         else:
             reason = f"{plural(count, 'cassette')} of floor {floor}"
         cell = _cell(FAILING, reason, **values)
-    cell.update(count=count, floor=floor, missing_scenarios=missing, scenarios=sorted(present))
+    if misfits:
+        cell["state"] = FAILING
+        cell["reason"] += "; not counted, as they do not show what their names claim: " + "; ".join(misfits.values())
+    cell.update(count=count, floor=floor, missing_scenarios=missing, scenarios=sorted(present), misfits=misfits)
     return cell
 
 
@@ -340,10 +378,11 @@ def coverage_report(today: datetime.date | None = None) -> dict[str, Any]:
     Shape: ``{"obligations": [...], "generated_at": iso, "providers": [{"name", "onboarding", "cells":
     {obligation: cell}}]}``; a cell is ``{"state", "reason", "passed", "failed", "total", "commit", "date",
     "waiver", "evidence": {"test_case_ids", "cassette_ids"}}`` and the cassettes cell adds ``count``, ``floor`` and
-    ``missing_scenarios`` and ``scenarios`` (those it has); a tier's cell adds ``checks``, each of the seed's
+    ``missing_scenarios``, ``scenarios`` (those it has) and ``misfits`` (scenario → why its cassette does not show
+    what its name claims: not counted); a tier's cell adds ``checks``, each of the seed's
     checks in that tier (``{"check", "state", "passed", "failed"}``). ``today`` decides which waivers are still
     running (default: the local date).
-    Runs five queries whatever the number of providers, runs or cases.
+    Runs six queries whatever the number of providers, runs or cases.
     """
     today = today or timezone.localdate()
     providers = list(Provider.objects.all())

@@ -48,5 +48,6 @@ def coverage_cell(request: HttpRequest, provider: str, obligation: str) -> HttpR
         "state_label": STATE_LABELS.get(cell["state"], ""),
         "cases": cases,
         "cassettes": cassettes,
+        "api_url": request.build_absolute_uri("/api"),  # the empty cell's upload example names this server
     }
     return render(request, "runs_app/coverage_cell.html", context)

@@ -39,7 +39,8 @@ def _out(row: RunScript) -> dict[str, Any]:
 def put_script(request: HttpRequest, run_id: uuid.UUID) -> Any:
     """Answers (``text``, ``json`` or ``tool_calls``, optional ``model`` and ``reasoning``) come in order per model
     and the last one stays; errors (a failure ``kind``, ``times``: a number or "always") come first while they
-    last; ``scenario`` names a scenario to play otherwise. Replaces the run's script and its counts."""
+    last; ``scenario`` names a scenario to play otherwise; ``expect_key`` (``{"fingerprint", "place"?}``) is the key
+    every request of the run must carry, else its validation failure. Replaces the run's script and its counts."""
     body = read_json(request)
     if not isinstance(body, dict):
         raise invalid(("body",), "must be an object with 'answers', 'errors' and 'scenario'")

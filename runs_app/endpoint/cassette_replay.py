@@ -30,6 +30,9 @@ from scenarios_app.catalog import cached_catalog, current_catalog
 
 # The provider whose real API a protocol's requests are forwarded to: HARNESS_UPSTREAM_<PROVIDER>_URL.
 UPSTREAM_OF = {"openai": "openai", "responses": "openai", "completions": "openai", "anthropic": "anthropic"}
+UPSTREAM_OF["azure_completions"] = "azure"  # a deployment's legacy completions: the same Azure resource
+UPSTREAM_OF["bedrock_claude"] = "bedrock"  # Claude through InvokeModel: the same Bedrock runtime as Converse
+UPSTREAM_OF["vertex_claude"] = "vertex"  # Claude on Vertex AI: the same regional endpoint as Gemini's there
 UPSTREAM_TIMEOUT = httpx2.Timeout(300.0, connect=10.0)
 
 log = logging.getLogger(__name__)

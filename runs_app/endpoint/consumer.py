@@ -30,7 +30,7 @@ from harnessweb.engine.exchange import (
     NothingMatched,
     ScenarioNotFound,
 )
-from harnessweb.engine.playback import decide
+from harnessweb.engine.playback import check_key, decide
 from harnessweb.engine.redaction import redact_headers
 from harnessweb.engine.routes import REQUIRE_KEY_HEADER, SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
@@ -182,11 +182,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         live: list[Piece] = []
         last_live = time.perf_counter()
         last = len(frames) - 1 if drop_after is None else -1
+        paced_from = 0.0
         for i, frame in enumerate(frames):
-            if i and interval_ms:
-                await self.pause(interval_ms / 1000)
+            if i and interval_ms:  # on the clock from the first frame: a busy loop's delays do not add up
+                await self.pause(max(0.0, paced_from + i * interval_ms / 1000 - time.perf_counter()))
             elif not i and stall_ms:
                 await self.pause(stall_ms / 1000)
+            if not i:
+                paced_from = time.perf_counter()
             self._mark()  # the last frame's time too: it is ready now, and goes out once its events are committed
             if i == last and finish is not None:
                 if live and self.run is not None:  # watchers see what the client has before the response's events
@@ -280,11 +283,13 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 message = f"Scenario '{named}' not found (from the {SCENARIO_HEADER} header)"
                 return await self.reply(self._error(404, message))
             pins = {pin.input: pin for pin in catalog.by_id[named].embeddings}
-        await self.reply(embeddings.encode_embeddings(request, pins))
+        encode = getattr(self.protocol, "encode_embeddings", embeddings.encode_embeddings)  # Cohere's has its own
+        await self.reply(encode(request, pins))
 
     async def play(self, request: ChatRequest, explicit: uuid.UUID | None, payload: Any) -> None:
         recorder = get_recorder()
         self.turn = request.turn
+        request = keys.stamped(request, self.headers, self.query_key)
         key = conversation_key(self.headers, request, self.query_key)
         run = await recorder.resolve(explicit, key, request.turn, request.protocol)
         self.run = run
@@ -329,6 +334,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             required = required or bool(scenario and scenario.require_key)
         if required and (refused := keys.refusal(self.protocol.PROTOCOL, self.headers, self.query_key)):
             return await self.refuse(*refused)
+        if taken is not None and taken.expect_key is not None:  # the key the run's test expects of every request
+            checked = check_key(decision, request, taken.expect_key, settings.HARNESS_SIGNATURE_KEY)
+            decision, failure = checked, (failure if checked is decision else None)
         changes: dict[str, Any] = {"mode": decision.mode}
         if decision.scenario_id:
             changes["scenario_id"] = decision.scenario_id
@@ -352,7 +360,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.fail(decision, request, failure, 1, 1)
         if decision.failure is not None and run.id:
             attempt = await while_up(
-                take_attempt, run.id, decision.turn, request.protocol, decision.failures_before_success
+                take_attempt, run.id, decision.turn, decision.counter, decision.failures_before_success
             )
             if attempt:
                 return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)

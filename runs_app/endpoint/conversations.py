@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async
 
 from harnessweb.engine import respond
 from harnessweb.engine.exchange import ChatRequest, Reply
+from harnessweb.engine.redaction import redact_json
 from runs_app.models import KeptAnswer
 
 
@@ -35,7 +36,8 @@ kept_response = database_sync_to_async(_response)
 async def remember(wire: Any, request: ChatRequest, reply: Reply) -> None:
     """Keep this answer's conversation under the id the protocol gives it, with the response object."""
     answer_id, conversation, response = respond.kept(wire, request, reply)
-    await keep_answer(answer_id, wire.PROTOCOL, conversation, response)
+    # Kept redacted, as everything stored: a conversation continued later carries the marker, not the key.
+    await keep_answer(answer_id, wire.PROTOCOL, redact_json(conversation), redact_json(response))
 
 
 async def continued(wire: Any, request: ChatRequest) -> ChatRequest | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import logging
 import uuid
 from collections import OrderedDict
@@ -43,6 +44,7 @@ from django.db import (
 from django.db.models import F, Max
 from django.utils import timezone
 
+from harnessweb.engine.redaction import redact_text
 from harnessweb.engine.wire.common import Piece
 from runs_app.endpoint import writes
 from runs_app.endpoint.writes import PendingEvent
@@ -87,6 +89,7 @@ class RunState:
 RUNS_GROUP = "runs"
 
 
+@functools.lru_cache(maxsize=4096)
 def group_name(run_id: uuid.UUID | str) -> str:
     return f"run-{run_id}"
 
@@ -107,11 +110,12 @@ class Recorder:
         self.queued = 0
         self.committed = 0
         self._urgent = asyncio.Event()
-        self._flushed = asyncio.Condition()
+        self._waiting: list[tuple[int, asyncio.Future[bool]]] = []  # (generation, its waiter) of ending responses
         # Backpressure: failed attempts in a row (0 while the database answers), and the events dropped per run
         # while over the bound, recorded on the run once the database is back.
         self.failures = 0
         self.dropped: dict[uuid.UUID, int] = {}
+        self.writing = not settings.HARNESS_BENCH_NO_RECORD
 
     # -- runs ----------------------------------------------------------------------------------------------------
 
@@ -133,7 +137,8 @@ class Recorder:
 
     def _new(self, run_id: uuid.UUID, key: str, protocol: str) -> RunState:
         state = RunState(id=run_id, protocol=protocol, conversation_key=key, started_at=timezone.now())
-        self.dirty[run_id] = state
+        if self.writing:
+            self.dirty[run_id] = state
         return state
 
     def _remember(self, state: RunState) -> None:
@@ -147,8 +152,12 @@ class Recorder:
                 del self.by_key[old.conversation_key]
 
     def update(self, state: RunState, **changes: Any) -> None:
+        if isinstance(changes.get("status_reason"), str):  # it may quote a request
+            changes["status_reason"] = redact_text(changes["status_reason"])
         for name, value in changes.items():
             setattr(state, name, value)
+        if not self.writing:
+            return
         self.dirty[state.id] = state
         self.queued += 1
         self._schedule()
@@ -156,7 +165,10 @@ class Recorder:
     # -- events --------------------------------------------------------------------------------------------------
 
     def event(self, state: RunState, kind: str, turn: int | None, data: dict[str, Any]) -> None:
-        """Queue one timeline event; written and broadcast by the flusher, never on the caller's path."""
+        """Queue one timeline event; written and broadcast by the flusher, never on the caller's path, its secrets
+        redacted there (a key in a body, a URL, a message: ``writes.write``)."""
+        if not self.writing:
+            return
         self.pending_events.append(PendingEvent(state.id, state.next_seq, timezone.now(), kind, turn, data))
         state.next_seq += 1
         self.dirty[state.id] = state
@@ -177,15 +189,23 @@ class Recorder:
             return False
         self._schedule()
         self._urgent.set()
-        async with self._flushed:
-            try:  # (a failed write ends the wait too: the database is down, the response goes on)
-                await asyncio.wait_for(
-                    self._flushed.wait_for(lambda: self.committed >= target or self.failures > 0), timeout
-                )
-            except TimeoutError:
-                log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
-                return False
-        return self.committed >= target
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting.append((target, waiter))
+        try:  # (a failed write ends the wait too: the database is down, the response goes on)
+            return await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
+            return False
+
+    def _release(self, committed: bool) -> None:
+        """Wake the responses waiting for a commit: those it covers (True), or all of them when the database
+        refused the batch (False: they go on without it)."""
+        waiting, self._waiting = self._waiting, []
+        for target, waiter in waiting:
+            if committed and target > self.committed:
+                self._waiting.append((target, waiter))
+            elif not waiter.done():
+                waiter.set_result(committed)
 
     # -- flushing ------------------------------------------------------------------------------------------------
 
@@ -254,17 +274,15 @@ class Recorder:
             log.exception("Dropped a batch the database refuses (%d runs, %d events)", len(runs), len(events))
             for event in events:
                 self.dropped[event.run_id] = self.dropped.get(event.run_id, 0) + 1
-            async with self._flushed:
-                self.committed = max(self.committed, generation)
-                self._flushed.notify_all()
+            self.committed = max(self.committed, generation)
+            self._release(True)
             return True
         except Exception:
             self.failures += 1
             if self.failures == 1:
                 log.exception("Could not record %d runs and %d events; retrying", len(runs), len(events))
             self._put_back(runs, events)
-            async with self._flushed:  # responses waiting for this batch go on without it
-                self._flushed.notify_all()
+            self._release(False)  # responses waiting for this batch go on without it
             return False
         if self.failures:
             log.warning("The database is back after %d failed attempts", self.failures)
@@ -272,13 +290,14 @@ class Recorder:
         if self.dropped:
             self._note_drops()
         self._renumbered(events)
-        async with self._flushed:
-            self.committed = max(self.committed, generation)
-            self._flushed.notify_all()
+        self.committed = max(self.committed, generation)
+        self._release(True)
         for event in events:
-            await broadcast(group_name(event.run_id), {"type": "run.event", **event_payload(event)})
-        for run in runs:  # the runs list shows new runs and status changes live
-            await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run["id"]), "status": run["status"]})
+            if watched(group := group_name(event.run_id)):
+                await broadcast(group, {"type": "run.event", **event_payload(event)})
+        if watched(RUNS_GROUP):  # the runs list shows new runs and status changes live
+            for run in runs:
+                await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run["id"]), "status": run["status"]})
         return True
 
     def _renumbered(self, events: list[PendingEvent]) -> None:
@@ -309,8 +328,8 @@ class Recorder:
 
     async def live(self, state: RunState, turn: int | None, pieces: list[Piece]) -> None:
         """Send what a client has just received of a response to the run's watchers (never stored)."""
-        if pieces:
-            payload = [[p.block, p.kind, p.text] for p in pieces]
+        if pieces and watched(group_name(state.id)):
+            payload = [[p.block, p.kind, redact_text(p.text)] for p in pieces]
             await broadcast(
                 group_name(state.id), {"type": "run.chunk", "run": str(state.id), "turn": turn, "pieces": payload}
             )
@@ -326,13 +345,19 @@ async def while_up(read: Any, *args: Any) -> Any:
         return None
 
 
-async def broadcast(group: str, message: dict[str, Any]) -> None:
+def watched(group: str) -> bool:
+    """Whether a message to a group may reach anyone: the in-memory layer knows its groups (and sweeps all its
+    channels on every send, so the groups nobody watches are skipped, their messages not even built); another
+    layer is always sent to."""
     layer = get_channel_layer()
-    # The in-memory layer sweeps all its channels on every send: skip the groups nobody watches.
-    if layer is None or (isinstance(layer, InMemoryChannelLayer) and group not in layer.groups):
+    return layer is not None and (not isinstance(layer, InMemoryChannelLayer) or group in layer.groups)
+
+
+async def broadcast(group: str, message: dict[str, Any]) -> None:
+    if not watched(group):
         return
     with contextlib.suppress(Exception):  # a full or unreachable layer must not stop recording or streaming
-        await layer.group_send(group, message)
+        await get_channel_layer().group_send(group, message)
 
 
 def event_payload(event: PendingEvent | RunEvent) -> dict[str, Any]:
@@ -374,7 +399,8 @@ def _state_of(run: Run) -> RunState:
 
 
 def take_attempt(run_id: uuid.UUID, turn: int, protocol: str, failures: int) -> int:
-    """Count one attempt at a failing turn atomically; returns the failure number (1..failures) or 0 to succeed.
+    """Count one attempt at a failing turn for one provider (``protocol``: the decision's ``counter``) atomically;
+    returns the failure number (1..failures) or 0 to succeed.
 
     A conditional UPDATE is atomic on SQLite and PostgreSQL alike, so concurrent retries in any number of
     processes serve exactly ``failures`` failures between them.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.db import close_old_connections, transaction
 
 from harnessweb.engine.configured import Answer, Answers, Error
+from harnessweb.engine.schemas import ExpectKey
 from runs_app.models import RunScript
 
 
@@ -20,6 +21,7 @@ class Taken:
     entry: Answer | Error | None
     scenario: str
     index: int  # how many entries the script had served before: seeds the reply's ids
+    expect_key: ExpectKey | None = None  # the key every request of the run must carry
 
 
 def take(run_id: uuid.UUID, model: str) -> Taken | None:
@@ -35,7 +37,7 @@ def take(run_id: uuid.UUID, model: str) -> Taken | None:
         if entry is not None:
             row.script = answers.to_data()
             row.save(update_fields=["script", "updated_at"])
-        return Taken(entry, row.scenario, index)
+        return Taken(entry, row.scenario, index, answers.expect_key)
 
 
 def store(run_id: uuid.UUID, answers: Answers, scenario: str) -> RunScript:

@@ -107,4 +107,5 @@ def form_context(selection: Selection, form: JudgeForm) -> dict[str, Any]:
         "matching": selection.matching().count(),
         "more": max(0, len(runs) - SHOWN_RUNS),
         "judge": configured(),
+        "has_criteria_sets": CriteriaSet.objects.exists(),
     }

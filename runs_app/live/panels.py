@@ -4,6 +4,7 @@ the stream viewer's blocks and the scenario's expectations beside what came."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from types import ModuleType
 from typing import Any
@@ -163,6 +164,8 @@ def _message(raw: Any) -> dict[str, Any]:
             "parts": [{"kind": "other", "title": str(kind), "text": pretty_json(raw)}],
         }
     parts = _parts(raw.get("content"))
+    if isinstance(raw.get("tool_plan"), str) and raw["tool_plan"]:  # Cohere: the text before its tool calls
+        parts.insert(0, {"kind": "text", "title": "tool plan", "text": raw["tool_plan"]})
     calls = raw.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         function = call.get("function") if isinstance(call, dict) else None
@@ -203,6 +206,39 @@ def _gemini_content(content: Any) -> Any:
     return {"role": role, "content": parts}
 
 
+def _converse_block(raw: Any) -> Any:
+    """A Bedrock Converse content block (keyed by its kind: ``text``, ``toolUse``…) as a typed part."""
+    if not isinstance(raw, dict):
+        return raw
+    if isinstance(raw.get("text"), str):
+        return {"type": "text", "text": raw["text"]}
+    if isinstance(raw.get("toolUse"), dict):
+        return {"type": "tool_use", "name": raw["toolUse"].get("name", ""), "input": raw["toolUse"].get("input")}
+    if isinstance(raw.get("toolResult"), dict):
+        result = raw["toolResult"]
+        parts = [p for p in result.get("content") or [] if isinstance(p, dict)]
+        content = [_converse_block(p if "text" in p else {"text": pretty_json(p.get("json"))}) for p in parts]
+        return {"type": "tool_result", "tool_use_id": result.get("toolUseId", ""), "content": content}
+    reasoning = raw.get("reasoningContent")
+    if isinstance(reasoning, dict):
+        text = (reasoning.get("reasoningText") or {}).get("text")
+        return {"type": "thinking", "thinking": text} if isinstance(text, str) else {"type": "redacted_thinking"}
+    return raw
+
+
+def _converse_view(body: dict[str, Any]) -> dict[str, Any]:
+    """A Converse body's messages, system prompt and tools in the shapes the panel reads."""
+    messages = [
+        {**m, "content": [_converse_block(b) for b in m.get("content") or []]} if isinstance(m, dict) else m
+        for m in body.get("messages") or []
+    ]
+    system = [_converse_block(b) for b in body.get("system") or [] if isinstance(b, dict) and "text" in b]
+    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
+    specs = [t["toolSpec"] for t in config.get("tools") or [] if isinstance(t, dict) and "toolSpec" in t]
+    tools = [{**s, "input_schema": (s.get("inputSchema") or {}).get("json")} for s in specs if isinstance(s, dict)]
+    return {"messages": messages, "system": system, "tools": tools}
+
+
 def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
     tools = []
     raw_tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
@@ -228,7 +264,9 @@ def _wire_for(path: str) -> ModuleType:
 def request_panel(event: RunEvent) -> dict[str, Any]:
     """The request of a turn as sent: parameters, system prompt, messages and tools, plus the raw body."""
     data = event.data or {}
-    body = data.get("body") if isinstance(data.get("body"), dict) else {}
+    body = sent = data.get("body") if isinstance(data.get("body"), dict) else {}
+    if _wire_for(str(data.get("path", ""))) is wire.bedrock:  # Converse keys each block by its kind: typed here
+        body = {**body, **_converse_view(body)}
     raw_messages = body.get("messages") if isinstance(body.get("messages"), list) else []
     # The Responses API sends ``input`` (a string or items), legacy completions a ``prompt``, Gemini ``contents``.
     if isinstance(body.get("contents"), list):
@@ -256,10 +294,11 @@ def request_panel(event: RunEvent) -> dict[str, Any]:
         "seq": event.seq,
         "path": data.get("path", ""),
         "key": f"{key.get('place', '')}, fingerprint {key.get('fingerprint', '')}" if key else "none",
+        "key_fingerprint": str(key.get("fingerprint") or "") if key else "",  # links to the runs of that key
         "params": [{"name": k, "value": _compact(v)} for k, v in body.items() if k not in skip],
         "messages": messages,
         "tools": _tools(body),
-        "json": pretty_json(body),
+        "json": pretty_json(sent),
         "headers": pretty_json(data.get("headers") or {}),
     }
 
@@ -315,6 +354,8 @@ def expectation_rows(scenario: ScenarioSchema, step: ScenarioTurn | None, reques
         sent = _wire_for(data.get("path", "")).parse_request(data.get("body"))
     except WireError as exc:
         return [{"what": "Request", "expected": "a valid request", "actual": exc.message, "ok": False}]
+    key = data.get("key") if isinstance(data.get("key"), dict) else {}
+    sent = replace(sent, key_place=str(key.get("place", "")), key_fingerprint=str(key.get("fingerprint", "")))
     rows = [vars(row) for row in expectations(scenario, step, sent)]
     for row in rows:
         # A missing fragment beside what the system prompt says in its place, word by word.

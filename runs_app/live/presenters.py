@@ -24,9 +24,11 @@ from runs_app.models import Run, RunEvent
 from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25
-RUN_FILTERS = ("scenario", "status", "protocol", "source", "date")
+RUN_FILTERS = ("scenario", "status", "protocol", "source", "date", "test", "fingerprint")
 PROTOCOL_CHOICES = tuple(wire.BY_NAME)
-SOURCE_CHOICES = ("endpoint", "ci")
+SOURCE_CHOICES = ("endpoint", "ci", "pytest")  # pytest: a test's run uploaded by the plugin (--harness-upload)
+# What became of a CI or pytest run's test, in the words of a test report.
+OUTCOMES = {"passed": "passed", "failed": "failed", "skipped": "skipped", "errored": "error", "running": "running"}
 NO_TURN = 0  # events recorded without a turn are shown under "Run"
 
 
@@ -39,7 +41,7 @@ def filter_runs(filters: Mapping[str, str]) -> QuerySet[Run]:
     """Runs matching the list's filters, newest first. A date that does not parse filters nothing rather than
     erroring."""
     day = _parse_day(filters.get("date", ""))
-    fields = {name: filters.get(name, "") for name in ("scenario", "status", "protocol", "source")}
+    fields = {name: filters.get(name, "") for name in RUN_FILTERS if name != "date"}
     return Run.objects.filtered(**fields, day=day).order_by("-started_at", "-id")
 
 
@@ -64,12 +66,14 @@ def _duration(run: Run | None) -> str:
 
 
 def run_row(run: Run) -> dict[str, Any]:
-    """What one row of the runs list shows."""
+    """What one row of the runs list shows: a CI or pytest run's test name and outcome in a column of their own."""
     turns = run.turns_served or []
     return {
         "run": run,
-        "label": run.scenario_id or run.name or run.mode,
+        "label": run.scenario_id or ("—" if run.mode == "ci" else run.mode),  # lorem, instruction; CI: no scenario
         "is_scenario": bool(run.scenario_id),
+        "test": run.name,
+        "outcome": OUTCOMES.get(run.status, run.status) if run.name else "",
         "duration": _duration(run),
         "turns": len(turns),
     }

@@ -1,5 +1,6 @@
 """The runs pages: the list (filters, pages, new rows live), a run's page (turns, timeline, resilience, stream
-summaries), its export as a cassette, and two runs compared."""
+summaries, an uploaded conversation and artifacts), its export as a cassette, an artifact's isolated content, and two
+runs compared."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
 from harnessweb.htmx import vary_on_htmx, wants_partial
@@ -28,7 +30,8 @@ from runs_app.live.presenters import (
     turn_context,
     waterfall_context,
 )
-from runs_app.models import Run
+from runs_app.live.uploads import artifact_response, artifacts_context, conversation_context
+from runs_app.models import Artifact, Run
 from scenarios_app.models import Scenario
 
 
@@ -38,6 +41,8 @@ from scenarios_app.models import Scenario
 def runs_list(request: HttpRequest) -> HttpResponse:
     filters = run_filters(request.GET)
     context = runs_table_context(filters, request.GET.get("page"))
+    # The empty list's snippets name this server as the browser reached it.
+    context["base_url"] = request.build_absolute_uri("/").rstrip("/")
     # An htmx filter or pager request gets the table alone.
     if wants_partial(request):
         return render(request, "runs_app/runs_table.html", context)
@@ -64,6 +69,8 @@ def run_detail(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
         "waterfall": waterfall_context(run_id, run, events),
         "turns": [turn_context(run, n, evs, stored) for n, evs in events_by_turn(events).items()],
         "streams": streams_context(run),
+        "conversation": conversation_context(run),
+        "artifacts": artifacts_context(run),
         "compare": compare_choices(run) if run else None,
         # The socket sends what was recorded after this page was read, then everything live.
         "socket_url": f"/ws/runs/{run_id}/?after={events[-1].seq if events else 0}",
@@ -106,3 +113,12 @@ def run_diff(request: HttpRequest, run_id: uuid.UUID, other_id: uuid.UUID) -> Ht
     context = compare_context(a, b)
     context["compare"] = compare_choices(a)
     return render(request, "runs_app/run_diff.html", context)
+
+
+@xframe_options_sameorigin  # the run page frames it; its CSP's frame-ancestors says the same
+@login_required
+@require_GET
+def artifact_raw(request: HttpRequest, artifact_id: int) -> HttpResponse:
+    """An artifact's content, for the run page's sandboxed frame (or a tab): logged-in users only, and served so that
+    nothing in it runs (runs_app/live/uploads.py)."""
+    return artifact_response(get_object_or_404(Artifact, pk=artifact_id))

@@ -14,6 +14,7 @@ from scenarios_app.editor.fields import (
     PACING_FIELDS,
     REASONING_FIELDS,
     TOOL_CALL_FIELDS,
+    TOP_FIELDS,
     TURN_FLAGS,
     TURN_TEXT_FIELDS,
     USAGE_FIELDS,
@@ -78,7 +79,7 @@ def bind(state: FormState, errors: Errors | None = None) -> dict[str, Any]:
         turns.append(bound_turn)
     return {
         "errors": fields[ALL],
-        **{name: fields[name] for name in ("id", "description", "tags", "system_prompt_must_include", "priority")},
+        **{name: fields[name] for name in TOP_FIELDS},
         "pacing_enabled": fields["pacing_enabled"],
         "pacing_slot": fields["pacing"],
         "pacing": group("pacing", PACING_FIELDS),

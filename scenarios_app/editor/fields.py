@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, get_args
 
-from harnessweb.engine.schemas import FailureStatus
+from harnessweb.engine.schemas import FailureStatus, KeyPlace
 
 FormState = dict[str, Any]
 
@@ -23,6 +23,10 @@ REPORT_STATUSES = ("success", "failure", "partial")
 FAILURE_STATUSES = tuple(get_args(FailureStatus))
 REASONING_CHOICES = ("", "enabled", "disabled")
 RAW_FORMATS = ("json", "yaml")
+KEY_PLACES = ("", *get_args(KeyPlace))  # "": wherever the provider reads it
+# The scenario's one-line and multi-line fields, in page order (the expected API key's fingerprint and place too).
+TOP_FIELDS = ("id", "description", "tags", "system_prompt_must_include", "priority", "expect_key_fingerprint",
+              "expect_key_place")  # fmt: skip
 ALL = "__all__"  # the slot for errors that belong to no field
 PACING_FIELDS = ("chunk_words", "interval_ms")
 MATCH_FIELDS = (
@@ -35,6 +39,7 @@ MATCH_FIELDS = (
     "tools_include",
 )
 USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+SCOPE_FIELDS = ("protocol", "model", "key_fingerprint")  # a failure scope's lists, each a comma-separated field
 TOOL_CALL_FIELDS = ("tool_name", "call_id", "arguments", "assistant_text")
 REASONING_FIELDS = ("text", "signature")
 TURN_TEXT_FIELDS = (
@@ -55,6 +60,9 @@ TURN_TEXT_FIELDS = (
     "failure_retry_after_ms",
     "failure_http_status",
     "failure_error",
+    "failure_scope_protocol",
+    "failure_scope_model",
+    "failure_scope_key_fingerprint",
     "finish_reason",
 )
 TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable")
@@ -101,6 +109,8 @@ def parse_form(data: Mapping[str, Any]) -> FormState:
         "tags": _text(data, "tags"),
         "system_prompt_must_include": _text(data, "system_prompt_must_include"),
         "priority": _text(data, "priority"),
+        "expect_key_fingerprint": _text(data, "expect_key_fingerprint"),
+        "expect_key_place": _text(data, "expect_key_place"),
         "pacing_enabled": "pacing_enabled" in data,
         "pacing": {f: _text(data, f"pacing-{f}") for f in PACING_FIELDS},
         "match_enabled": "match_enabled" in data,
@@ -127,7 +137,7 @@ def parse_form(data: Mapping[str, Any]) -> FormState:
 def flatten(state: FormState) -> dict[str, str]:
     """The form data a browser would post for ``state`` (unchecked boxes left out): the inverse of parse_form."""
     flat: dict[str, str] = {}
-    for name in ("id", "description", "tags", "system_prompt_must_include", "priority"):
+    for name in TOP_FIELDS:
         flat[name] = state[name]
     for flag in ("pacing_enabled", "match_enabled"):
         if state[flag]:
@@ -156,7 +166,7 @@ def flatten(state: FormState) -> dict[str, str]:
 def walk_fields(state: FormState) -> Iterator[tuple[str, Any]]:
     """(name, value) for every field and error slot; slots (groups) have the value None."""
     yield ALL, None
-    for name in ("id", "description", "tags", "system_prompt_must_include", "priority"):
+    for name in TOP_FIELDS:
         yield name, state[name]
     yield "pacing_enabled", state["pacing_enabled"]
     yield "pacing", None

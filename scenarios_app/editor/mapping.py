@@ -21,6 +21,7 @@ from scenarios_app.editor.fields import (
     MATCH_FIELDS,
     MULTILINE_FIELDS,
     PACING_FIELDS,
+    SCOPE_FIELDS,
     USAGE_FIELDS,
     Errors,
     FormState,
@@ -116,6 +117,9 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     _put(data, "failure_http_status", turn["failure_http_status"], number=True)
     if turn["failure_error"].strip():
         data["failure_error"] = _json(turn["failure_error"], f"{p}failure_error", errors)
+    scope = {f: split_list(turn[f"failure_scope_{f}"]) for f in SCOPE_FIELDS}
+    if any(scope.values()):
+        data["failure_scope"] = {f: items for f, items in scope.items() if items}
     usage: dict[str, Any] = {}
     for f in USAGE_FIELDS:
         _put(usage, f, turn["usage"][f], number=True)
@@ -152,6 +156,9 @@ def state_to_data(state: FormState) -> tuple[dict[str, Any], Errors]:
                 match[f] = state["match"][f]
         data["match"] = match
     _put(data, "priority", state["priority"], number=True)
+    if state["expect_key_fingerprint"].strip() or state["expect_key_place"]:
+        data["expect_key"] = {"fingerprint": state["expect_key_fingerprint"].strip()}
+        _put(data["expect_key"], "place", state["expect_key_place"])
     data["turns"] = [_turn_to_data(turn, i, errors) for i, turn in enumerate(state["turns"])]
     return data, errors
 
@@ -189,6 +196,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
     ]
     report_json = response.get("report_content_json")
     failure_error = turn.get("failure_error")
+    scope = turn.get("failure_scope") or {}
     return {
         "turn": _str(turn.get("turn")),
         "kind": kind,
@@ -216,6 +224,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "failure_retry_after_ms": _str(turn.get("failure_retry_after_ms")),
         "failure_http_status": _str(turn.get("failure_http_status")),
         "failure_error": "" if failure_error is None else pretty_json(failure_error),
+        **{f"failure_scope_{f}": ", ".join(scope.get(f) or []) for f in SCOPE_FIELDS},
         "usage": {f: _str(usage.get(f)) for f in USAGE_FIELDS},
         "finish_reason": _str(turn.get("finish_reason")),
     }
@@ -225,12 +234,15 @@ def scenario_to_state(data: Mapping[str, Any]) -> FormState:
     """A scenario in canonical form (``Scenario.canonical()``, or the stored ``data``) as the editor's state."""
     pacing = data.get("pacing")
     match = data.get("match")
+    expect_key = data.get("expect_key") or {}
     return {
         "id": _str(data.get("id")),
         "description": _str(data.get("description")),
         "tags": ", ".join(data.get("tags") or []),
         "system_prompt_must_include": "\n".join(data.get("system_prompt_must_include") or []),
         "priority": _str(data.get("priority", 0)),
+        "expect_key_fingerprint": _str(expect_key.get("fingerprint")),
+        "expect_key_place": _str(expect_key.get("place")),
         "pacing_enabled": pacing is not None,
         "pacing": {
             "chunk_words": _str((pacing or {}).get("chunk_words", 5)),
@@ -311,6 +323,8 @@ def error_field(loc: tuple[Any, ...] | list[Any]) -> str:
     head = parts[0]
     if head in ("pacing", "match"):
         return f"{head}-{parts[1]}" if len(parts) > 1 else head
+    if head == "expect_key":  # the fingerprint and the place, each a field of its own
+        return f"expect_key_{parts[1]}" if len(parts) > 1 else "expect_key_fingerprint"
     if head != "turns":
         return str(head)
     if len(parts) < 2 or not isinstance(parts[1], int):
@@ -330,6 +344,8 @@ def error_field(loc: tuple[Any, ...] | list[Any]) -> str:
         return f"{prefix}-{field}-{rest[1]}" + (f"-{rest[2]}" if len(rest) > 2 else "")
     if field == "usage" and len(rest) > 1:
         return f"{prefix}-usage-{rest[1]}"
+    if field == "failure_scope" and len(rest) > 1:  # a list item points at its list's comma-separated field
+        return f"{prefix}-failure_scope_{rest[1]}"
     return f"{prefix}-{field}"
 
 

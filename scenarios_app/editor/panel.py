@@ -18,6 +18,7 @@ from scenarios_app.editor.binding import bind
 from scenarios_app.editor.fields import (
     ALL,
     FAILURE_STATUSES,
+    KEY_PLACES,
     KINDS,
     MATCH_FIELDS,
     RAW_FORMATS,
@@ -175,6 +176,7 @@ def panel_context(
         "report_statuses": REPORT_STATUSES,
         "failure_statuses": FAILURE_STATUSES,
         "reasoning_choices": REASONING_CHOICES,
+        "key_places": KEY_PLACES,
     }
     context["current_tab"] = "form" if mode == "form" else raw_format
     context["tab_choices"] = [("form", "Form"), ("json", "JSON"), ("yaml", "YAML")]

@@ -18,9 +18,25 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
-from harnessweb.engine.wire import anthropic, azure, completions, gemini, openai, responses
+from harnessweb.engine.wire import (
+    anthropic,
+    azure,
+    azure_completions,
+    bedrock,
+    bedrock_claude,
+    cohere,
+    completions,
+    gemini,
+    openai,
+    responses,
+    vertex,
+    vertex_claude,
+)
 
-WIRES: tuple[ModuleType, ...] = (openai, anthropic, responses, completions, gemini, azure)
+WIRES: tuple[ModuleType, ...] = (
+    openai, anthropic, responses, completions, gemini, azure, azure_completions, vertex, vertex_claude, cohere,
+    bedrock, bedrock_claude,
+)  # fmt: skip
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 
 

@@ -4,8 +4,10 @@
 
 Its errors take Azure's format, ``{"error": {"code", "message"}}``. The route table serves Azure's embeddings
 (``/openai/deployments/{deployment}/embeddings``) and its v1 routes (``/openai/v1/chat/completions``,
-``/openai/v1/responses``: OpenAI's protocols with the model in the body) beside it. Not served: the legacy
-``/completions`` of a deployment, and a check that the ``api-key`` header or an Entra token arrived.
+``/openai/v1/responses``: OpenAI's protocols with the model in the body) beside it, and a deployment's legacy
+``/completions`` is a wire of its own (:mod:`harnessweb.engine.wire.azure_completions`). The key is read from the
+``api-key`` header or an Entra bearer token (``Authorization``); when keys must arrive, a request with neither gets
+Azure's 401 (:mod:`harnessweb.engine.keys`).
 """
 
 from __future__ import annotations
