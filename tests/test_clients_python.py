@@ -102,33 +102,45 @@ WEATHER_CHAT_TOOL = {
 WEATHER_RESPONSES_TOOL = {"type": "function", **WEATHER_CHAT_TOOL["function"]}
 
 
-def chat_text(h: Harness, scenario: str) -> str:
-    answer = openai_client(h).chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": scenario}])
-    return answer.choices[0].message.content
+def azure_client(h: Harness) -> Any:
+    import openai
+
+    return openai.AzureOpenAI(azure_endpoint=h.url, api_key=h.key, api_version="2024-10-21", max_retries=0, timeout=20)
 
 
-def chat_stream(h: Harness, scenario: str) -> list[str]:
-    chunks = openai_client(h).chat.completions.create(
-        model="gpt-4.1", messages=[{"role": "user", "content": scenario}], stream=True
-    )
-    return [chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]
+Case = tuple[Callable[..., str], Callable[..., list[str]], Callable[..., str]]
 
 
-def chat_tools(h: Harness, scenario: str) -> str:
-    client = openai_client(h)
-    messages: list[Any] = [{"role": "user", "content": scenario}]
-    while True:
-        message = (
-            client.chat.completions.create(model="gpt-4.1", messages=messages, tools=[WEATHER_CHAT_TOOL])
-            .choices[0]
-            .message
+def chat_case(make: Callable[[Harness], Any]) -> Case:
+    """Chat Completions through a client ``make`` builds (OpenAI's, or Azure's, where the model names a deployment)."""
+
+    def text(h: Harness, scenario: str) -> str:
+        answer = make(h).chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": scenario}])
+        return answer.choices[0].message.content
+
+    def stream(h: Harness, scenario: str) -> list[str]:
+        chunks = make(h).chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": scenario}], stream=True
         )
-        if not message.tool_calls:
-            return message.content
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls:
-            output = h.get_weather(**json.loads(call.function.arguments))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+        return [chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]
+
+    def tools(h: Harness, scenario: str) -> str:
+        client = make(h)
+        messages: list[Any] = [{"role": "user", "content": scenario}]
+        while True:
+            message = (
+                client.chat.completions.create(model="gpt-4.1", messages=messages, tools=[WEATHER_CHAT_TOOL])
+                .choices[0]
+                .message
+            )
+            if not message.tool_calls:
+                return message.content
+            messages.append(message.model_dump(exclude_none=True))
+            for call in message.tool_calls:
+                output = h.get_weather(**json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
+
+    return text, stream, tools
 
 
 def responses_text(h: Harness, scenario: str) -> str:
@@ -339,6 +351,12 @@ def langchain_model(h: Harness, kind: str) -> Any:
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(model="gpt-4.1", base_url=f"{h.url}/v1", api_key=h.key, max_retries=0)
+    if kind == "azure":
+        from langchain_openai import AzureChatOpenAI
+
+        return AzureChatOpenAI(
+            azure_endpoint=h.url, azure_deployment="gpt-4.1", api_version="2024-10-21", api_key=h.key, max_retries=0
+        )
     if kind == "anthropic":
         from langchain_anthropic import ChatAnthropic
 
@@ -374,7 +392,8 @@ def langchain_case(kind: str) -> tuple[Callable[..., str], Callable[..., list[st
 
 
 CLIENTS = [
-    Client("openai-chat", "/v1/chat/completions", chat_text, chat_stream, chat_tools),
+    Client("openai-chat", "/v1/chat/completions", *chat_case(openai_client)),
+    Client("azure-openai-chat", "/openai/deployments/gpt-4.1/chat/completions", *chat_case(azure_client)),
     Client("openai-responses", "/v1/responses", responses_text, responses_stream, responses_tools),
     Client("anthropic-messages", "/v1/messages", messages_text, messages_stream, messages_tools),
     Client("google-genai", "/v1/models/gemini-2.5-flash:generateContent", genai_text, genai_stream, genai_tools),
@@ -384,6 +403,7 @@ CLIENTS = [
     Client("pydantic-ai-anthropic", "/v1/messages", *pydantic_case("anthropic")),
     Client("pydantic-ai-google", "/v1/models/gemini-2.5-flash:generateContent", *pydantic_case("google")),
     Client("langchain-openai", "/v1/chat/completions", *langchain_case("openai")),
+    Client("langchain-azure-openai", "/openai/deployments/gpt-4.1/chat/completions", *langchain_case("azure")),
     Client("langchain-anthropic", "/v1/messages", *langchain_case("anthropic")),
     Client("langchain-google-genai", "/v1beta/models/gemini-2.5-flash:generateContent", *langchain_case("google")),
 ]

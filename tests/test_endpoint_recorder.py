@@ -10,7 +10,7 @@ from runs_app.models import Run, RunEvent
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_it_writes_events_in_one_batch_and_broadcasts_each_to_the_run_group():
+async def test_it_writes_events_in_one_batch_and_broadcasts_them_to_the_run_group_in_one_message():
     recorder = Recorder()
     run = await recorder.resolve(None, "conversation-1", 1, "openai")
     layer = get_channel_layer()
@@ -22,8 +22,10 @@ async def test_it_writes_events_in_one_batch_and_broadcasts_each_to_the_run_grou
     assert await RunEvent.objects.filter(run_id=run.id).acount() == 0
     await recorder.flush()
     assert [e.kind async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")] == ["request", "response"]
-    first, second = await layer.receive(channel), await layer.receive(channel)
-    assert (first["type"], first["kind"], first["seq"], first["run"]) == ("run.event", "request", 1, str(run.id))
+    message = await layer.receive(channel)
+    assert (message["type"], message["run"]) == ("run.events", str(run.id))
+    first, second = message["events"]
+    assert (first["kind"], first["seq"], first["run"]) == ("request", 1, str(run.id))
     assert second["data"] == {"text": "hi"}
 
 

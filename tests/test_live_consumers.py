@@ -102,7 +102,7 @@ async def test_it_sends_a_recorded_event_as_the_parts_of_its_turn():
     event = await sync_to_async(make_event)(
         run, 2, "validation", ok=False, problem="Expected temperature 0.2 but received 0.9"
     )
-    await get_channel_layer().group_send(group_name(run.id), {"type": "run.event", **event_payload(event)})
+    await get_channel_layer().group_send(group_name(run.id), {"type": "run.events", "events": [event_payload(event)]})
     html = await communicator.receive_from(timeout=3)
     assert 'id="run-header" class="card run-header" hx-swap-oob="true"' in html
     assert 'id="run-resilience"' in html
@@ -150,7 +150,7 @@ async def test_it_starts_a_fresh_stream_for_the_next_attempt_at_a_turn():
     await layer.group_send(group_name(run.id), chunk)
     assert 'id="turn-1-live" class="stream" hx-swap-oob="true"' in await communicator.receive_from(timeout=3)
     dropped = await sync_to_async(make_event)(run, 1, "response", failure="network_error", dropped=True)
-    await layer.group_send(group_name(run.id), {"type": "run.event", **event_payload(dropped)})
+    await layer.group_send(group_name(run.id), {"type": "run.events", "events": [event_payload(dropped)]})
     assert "Connection dropped mid-response" in await communicator.receive_from(timeout=3)
     await layer.group_send(group_name(run.id), chunk)
     html = await communicator.receive_from(timeout=3)
@@ -168,7 +168,7 @@ async def test_it_fills_in_the_whole_answer_once_recorded_for_a_page_opened_mid_
     await layer.group_send(group_name(run.id), tail)
     await communicator.receive_from(timeout=3)
     answer = await sync_to_async(make_event)(run, 2, "response", text="one two three four five", status=200)
-    await layer.group_send(group_name(run.id), {"type": "run.event", **event_payload(answer)})
+    await layer.group_send(group_name(run.id), {"type": "run.events", "events": [event_payload(answer)]})
     html = await communicator.receive_from(timeout=3)
     stream = html[html.index('<div id="turn-1-live" class="stream" hx-swap-oob="true">') :]
     assert stream.index("one two three four five") < stream.index("</div></div>")
@@ -193,7 +193,8 @@ async def test_it_catches_up_on_events_recorded_between_the_page_and_the_socket(
 
 
 async def changed(run: Run) -> None:
-    await get_channel_layer().group_send(RUNS_GROUP, {"type": "run.changed", "run": str(run.id), "status": run.status})
+    change = {"run": str(run.id), "status": run.status}
+    await get_channel_layer().group_send(RUNS_GROUP, {"type": "runs.changed", "runs": [change]})
 
 
 def since(seconds_ago: float = 1) -> str:

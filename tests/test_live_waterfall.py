@@ -223,10 +223,10 @@ async def test_it_sends_the_waterfall_again_when_an_answer_comes_and_not_for_oth
     from runs_app.models import RunEvent
 
     event = await sync_to_async(RunEvent.objects.create)(run=run, **match)
-    await layer.group_send(group_name(run.id), {"type": "run.event", **event_payload(event)})
+    await layer.group_send(group_name(run.id), {"type": "run.events", "events": [event_payload(event)]})
     assert 'id="run-waterfall"' not in await communicator.receive_from(timeout=3)
     event = await sync_to_async(RunEvent.objects.create)(run=run, **{**steps[2], "seq": 3})
-    await layer.group_send(group_name(run.id), {"type": "run.event", **event_payload(event)})
+    await layer.group_send(group_name(run.id), {"type": "run.events", "events": [event_payload(event)]})
     html = await communicator.receive_from(timeout=3)
     assert '<section id="run-waterfall" class="card waterfall" hx-swap-oob="true">' in html
     assert "429" in html[html.index('id="run-waterfall"') :]

@@ -197,7 +197,9 @@ async def test_it_re_renders_the_widgets_when_a_run_changes():
     assert '<div id="overview-widgets" class="overview" hx-swap-oob="true"' in first
     assert "point your SDK at http://harness.test:8000/v1" in first
     run = await sync_to_async(make_run)(status="failed", scenario_id="live-one")
-    await get_channel_layer().group_send(RUNS_GROUP, {"type": "run.changed", "run": str(run.id), "status": "failed"})
+    await get_channel_layer().group_send(
+        RUNS_GROUP, {"type": "runs.changed", "runs": [{"run": str(run.id), "status": "failed"}]}
+    )
     html = await communicator.receive_from(timeout=3)
     assert "Runs per day, last 7 days" in html
     assert "1 run (1 failed); the busiest was" in html
@@ -225,7 +227,9 @@ async def test_it_renders_again_for_a_change_that_came_during_a_render(monkeypat
     communicator = WebsocketCommunicator(as_user(user), "/ws/overview/")
     assert (await communicator.connect())[0]
     await asyncio.wait_for(started.wait(), 3)  # the catch-up render is reading the figures
-    await get_channel_layer().group_send(RUNS_GROUP, {"type": "run.changed", "run": "r", "status": "passed"})
+    await get_channel_layer().group_send(
+        RUNS_GROUP, {"type": "runs.changed", "runs": [{"run": "r", "status": "passed"}]}
+    )
     await asyncio.sleep(0.05)
     release.set()
     assert await communicator.receive_from(timeout=3) == "<p>render 1</p>"

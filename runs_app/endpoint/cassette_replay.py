@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from harnessweb.engine import vcr
 from harnessweb.engine.redaction import SECRET_HEADERS, redact_url
 from harnessweb.engine.routes import CASSETTE_HEADER, RECORD_HEADER
+from harnessweb.engine.schemas import Scenario
 from runs_app.ci.cassettes import CassetteFile, cassette_file_name, leaked_secrets, parse_cassette_name
 from runs_app.endpoint.recorder import get_recorder
 from runs_app.lifecycle import Replied, next_status
 from runs_app.models import Cassette, Provider
-from scenarios_app.catalog import cached_catalog, current_catalog
 
 # The provider whose real API a protocol's requests are forwarded to: HARNESS_UPSTREAM_<PROVIDER>_URL.
 UPSTREAM_OF = {"openai": "openai", "responses": "openai", "completions": "openai", "anthropic": "anthropic"}
@@ -52,12 +52,9 @@ async def intercept(consumer: Any, body: bytes) -> bool:
     return await answer(consumer, named, body, record=bool(recording)) is not None
 
 
-async def from_scenario(consumer: Any, scenario_id: str | None) -> bool:
-    """Answer a request whose scenario names a cassette (True), or leave it to the scenario (False)."""
-    if not scenario_id:
-        return False
-    catalog = cached_catalog() or await sync_to_async(current_catalog)()
-    scenario = catalog.by_id.get(scenario_id)
+async def from_scenario(consumer: Any, scenario: Scenario | None) -> bool:
+    """Answer a request whose scenario (the one it plays, from the catalog the engine decided with) names a
+    cassette (True), or leave it to the scenario (False)."""
     if scenario is None or not scenario.cassette:
         return False
     status = await answer(consumer, scenario.cassette, getattr(consumer, "raw_body", b""), record=False)

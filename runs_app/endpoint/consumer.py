@@ -309,6 +309,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
         failure = None
         required = settings.HARNESS_REQUIRE_KEY or self.headers.get(REQUIRE_KEY_HEADER) == "1"
+        scenario = None  # the scenario played, when one is (a configured answer plays none)
         if taken is not None and taken.entry is not None:
             key = settings.HARNESS_SIGNATURE_KEY
             decision, failure = configured.play(taken.entry, request, taken.index, key)
@@ -353,7 +354,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             },
         )
         recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
-        if await cassette_replay.from_scenario(self, decision.scenario_id):  # a scenario that names a cassette
+        if await cassette_replay.from_scenario(self, scenario):  # a scenario that names a cassette
             return
 
         if failure is not None:  # a configured failure kind: one attempt of as many as the script gives

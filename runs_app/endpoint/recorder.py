@@ -292,12 +292,17 @@ class Recorder:
         self._renumbered(events)
         self.committed = max(self.committed, generation)
         self._release(True)
+        # One message per run and one for the runs list per batch, however many events it holds: with Redis every
+        # message is a round trip, and a page re-reads what changed anyway.
+        by_run: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for event in events:
-            if watched(group := group_name(event.run_id)):
-                await broadcast(group, {"type": "run.event", **event_payload(event)})
-        if watched(RUNS_GROUP):  # the runs list shows new runs and status changes live
-            for run in runs:
-                await broadcast(RUNS_GROUP, {"type": "run.changed", "run": str(run["id"]), "status": run["status"]})
+            if watched(group_name(event.run_id)):
+                by_run.setdefault(event.run_id, []).append(event_payload(event))
+        for run_id, payloads in by_run.items():
+            await broadcast(group_name(run_id), {"type": "run.events", "run": str(run_id), "events": payloads})
+        if runs and watched(RUNS_GROUP):  # the runs list shows new runs and status changes live
+            changed = [{"run": str(run["id"]), "status": run["status"]} for run in runs]
+            await broadcast(RUNS_GROUP, {"type": "runs.changed", "runs": changed})
         return True
 
     def _renumbered(self, events: list[PendingEvent]) -> None:

@@ -93,8 +93,9 @@ class RunsListConsumer(LiveConsumer):
         self.live_groups = [RUNS_GROUP]
         await self.channel_layer.group_add(RUNS_GROUP, self.channel_name)
 
-    async def run_changed(self, message: dict[str, Any]) -> None:
-        self.changed.add(message["run"])
+    async def runs_changed(self, message: dict[str, Any]) -> None:
+        """The runs a batch of the recorder's wrote (``{"runs": [{"run", "status"}, …]}``)."""
+        self.changed.update(change["run"] for change in message.get("runs") or ())
         self.schedule()
 
     async def send_batch(self) -> None:
@@ -141,6 +142,11 @@ class RunTimelineConsumer(LiveConsumer):
         self.timing = self.timing or message.get("kind") in TIMING_KINDS
         self.dirty.add(turn)
         self.schedule()
+
+    async def run_events(self, message: dict[str, Any]) -> None:
+        """A batch's events of this run at once (what the recorder sends): one render for all of them."""
+        for event in message.get("events") or ():
+            await self.run_event(event)
 
     async def run_chunk(self, message: dict[str, Any]) -> None:
         # Rendered at once, without the database: this is what makes the text visibly grow.
@@ -215,6 +221,8 @@ class OverviewConsumer(LiveConsumer):
     async def run_changed(self, message: dict[str, Any]) -> None:
         self.pending = True
         self.schedule()
+
+    runs_changed = run_changed  # a batch's runs at once: one more render all the same
 
     async def send_batch(self) -> None:
         # A change that arrives while the figures are read would find this batch still running (schedule() skips

@@ -5,7 +5,7 @@ was given; did successive retries of a turn back off; did it give up; or did it 
 failed answer had been a good one (the dangerous case after a dropped or malformed stream).
 
 Input events are mappings with ``seq``, ``timestamp`` (a datetime or an ISO 8601 string), ``kind``, ``turn`` and
-``data``, as recorded (``RunEvent``) or broadcast (``run.event``).
+``data``, as recorded (``RunEvent``) or broadcast (``run.events``).
 """
 
 from __future__ import annotations
