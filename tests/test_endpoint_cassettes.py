@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -18,7 +19,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harnessweb.engine import vcr
-from tests.conftest import VCR_DIR, make_client, make_scenario, vcr_fixture, wait_for
+from tests.conftest import VCR_DIR, LiveServer, make_client, make_scenario, start_server, vcr_fixture, wait_for
 
 CASSETTE_FILES = sorted(path.name for path in VCR_DIR.glob("*.json") if "interactions" in json.loads(path.read_text()))
 # The recorded requests name a model the SDK warns about; that warning is about the recordings, not the endpoint.
@@ -230,10 +231,19 @@ def test_it_hands_every_cassette_to_its_sdk_as_the_provider_sent_it(harness_serv
 # -- what does not match --------------------------------------------------------------------------------------------
 
 
-def test_it_refuses_a_request_no_interaction_matches_showing_the_closest(harness_server, transactional_db):
+@pytest.fixture(scope="module")
+def strict_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    """A server with HARNESS_VCR_STRICT on: a request its cassette has no interaction for is refused."""
+    server = start_server(tmp_path_factory.mktemp("strict"), {"HARNESS_PACING": "off", "HARNESS_VCR_STRICT": "1"})
+    yield server
+    server.process.terminate()
+    server.process.wait(10)
+
+
+def test_it_refuses_a_request_no_interaction_matches_showing_the_closest(strict_server, transactional_db):
     upload("anthropic_extended_thinking.json")
     body = dict(load("anthropic_extended_thinking.json")["interactions"][4]["request"]["body"], max_tokens=1300)
-    client = anthropic.Anthropic(base_url=harness_server.url, api_key="sk-replay", max_retries=0, timeout=20)
+    client = anthropic.Anthropic(base_url=strict_server.url, api_key="sk-replay", max_retries=0, timeout=20)
     with pytest.raises(anthropic.BadRequestError) as caught:
         anthropic_call(client, body, "anthropic_extended_thinking.json")()
     message = caught.value.body["error"]["message"]
@@ -244,10 +254,33 @@ def test_it_refuses_a_request_no_interaction_matches_showing_the_closest(harness
     assert "body.max_tokens: recorded 1280, sent 1300" in message
 
 
-def test_it_refuses_a_request_on_another_path_in_that_protocols_format(oai, transactional_db):
+def test_it_matches_bodies_as_json_whatever_their_key_order_and_spacing(strict_server, transactional_db):
     upload("anthropic_simple_text.json")
+    recorded = load("anthropic_simple_text.json")["interactions"][0]["request"]["body"]
+    reordered = json.dumps(dict(reversed(list(recorded.items()))), indent=3).encode()
+    headers = {"x-api-key": "sk-replay", "anthropic-version": "2023-06-01", "content-type": "application/json",
+               "X-Harness-Cassette": "anthropic_simple_text"}  # fmt: skip
+    response = httpx2.post(f"{strict_server.url}/v1/messages", content=reordered, headers=headers, timeout=20)
+    assert response.status_code == 200
+
+
+def test_it_lets_the_scenario_answer_a_request_no_interaction_matches_unless_strict(oai, transactional_db):
+    """Not strict (the default), a request the cassette has no interaction for falls through to the engine."""
+    upload("anthropic_simple_text.json")
+    make_scenario("past-the-tape", [{"turn": 1, "response": {"kind": "text", "assistant_text": "From the scenario."}}])
+    reply = oai.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "past-the-tape"}],
+        extra_headers={"X-Harness-Cassette": "anthropic_simple_text"},
+    )
+    assert reply.choices[0].message.content == "From the scenario."
+
+
+def test_it_refuses_a_request_on_another_path_in_that_protocols_format(strict_server, transactional_db):
+    upload("anthropic_simple_text.json")
+    strict = openai.OpenAI(base_url=f"{strict_server.url}/v1", api_key="sk-strict", max_retries=0, timeout=20)
     with pytest.raises(openai.BadRequestError) as caught:
-        oai.chat.completions.create(
+        strict.chat.completions.create(
             model="m",
             messages=[{"role": "user", "content": "hi"}],
             extra_headers={"X-Harness-Cassette": "anthropic_simple_text"},

@@ -45,7 +45,8 @@ def test_it_plans_by_mode_and_strictness(mode, exists, record, strict, action):
 def test_it_falls_through_to_the_provider_on_a_mismatch_only_in_auto_mode_when_not_strict():
     assert vcr.on_mismatch("auto", strict=False) == "record"
     assert vcr.on_mismatch("auto", strict=True) == "refuse"
-    assert vcr.on_mismatch("playback", strict=False) == "refuse"
+    assert vcr.on_mismatch("playback", strict=False) == "engine"
+    assert vcr.on_mismatch("playback", strict=True) == "refuse"
 
 
 def test_it_reads_the_mode():

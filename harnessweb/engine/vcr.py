@@ -84,10 +84,13 @@ def plan(mode: str, *, exists: bool, record: bool, strict: bool) -> str:
 
 
 def on_mismatch(mode: str, *, strict: bool) -> str:
-    """What a request gets when the cassette it names has no interaction that matches it: in auto mode, unless
-    strict, it falls through to the upstream (``record``: the new interaction is added to the cassette); otherwise
-    ``refuse`` (a 400 showing the request and the closest recorded one)."""
-    return "record" if mode == "auto" and not strict else "refuse"
+    """What a request gets when the cassette it names has no interaction that matches it (bodies compared as parsed
+    JSON: key order and spacing ignored): strict, ``refuse`` (a 400 showing the request, the closest recorded one
+    and the field paths where they differ); else it falls through, in auto mode to the upstream (``record``: the new
+    interaction is added to the cassette), in playback to the engine (``engine``: the scenario, or the lorem)."""
+    if strict:
+        return "refuse"
+    return "record" if mode == "auto" else "engine"
 
 
 # -- matching --------------------------------------------------------------------------------------------------------

@@ -93,8 +93,11 @@ async def answer(consumer: Any, name: str, body: bytes, *, record: bool) -> int 
         index = vcr.find(stored[1], method, path, sent)
         if index is not None:
             return await send_replay(consumer, vcr.replay(stored[1]["interactions"][index]))
-        if vcr.on_mismatch(mode, strict=strict) == "refuse":
+        then = vcr.on_mismatch(mode, strict=strict)
+        if then == "refuse":
             return await refuse(consumer, 400, vcr.mismatch_message(stored[0], stored[1], method, path, sent))
+        if then == "engine":
+            return None
     return await forward(consumer, stored[0] if stored else name, body)
 
 
