@@ -14,13 +14,10 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EventStreamError
 
 from harnessweb.engine.configured import FAILURE_KINDS
-from tests.conftest import make_scenario
+from tests.test_endpoint_failure_kinds import ANSWER, CLIENT_TIMEOUT_S, failing
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-ANSWER = "Scripted answer, whole."
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
-HOLD_MS = 400  # timeout's hold and slow_first_byte's stall
-CLIENT_TIMEOUT_S = {"timeout": 0.2, "slow_first_byte": 5.0}
 
 # kind -> (what Bedrock sends, then what boto3 and AnthropicBedrock raise: "X" both ways, "X / Y" for a plain call /
 # a streamed one; "answer" when the call returns the whole answer, "answer, empty" when it returns without raising
@@ -145,17 +142,6 @@ def call(client: str, url: str, scenario: str, stream: bool, timeout: float) -> 
     return "answer" if text == ANSWER else "answer, cut"
 
 
-def failing(kind: str) -> str:
-    """A scenario whose turn always fails with this kind (held or stalled for ``HOLD_MS``), and its id."""
-    scenario = f"bedrock-fails-{kind.replace('_', '-')}"
-    turn = {"turn": 1, "failures_before_success": "always", "failure_status": kind,
-            "response": {"kind": "text", "assistant_text": ANSWER}}  # fmt: skip
-    if kind in CLIENT_TIMEOUT_S:
-        turn["failure_retry_after_ms"] = HOLD_MS
-    make_scenario(scenario, [turn])
-    return scenario
-
-
 def test_it_covers_every_failure_kind() -> None:
     assert set(TABLE) == set(FAILURE_KINDS)
 
@@ -168,7 +154,7 @@ def test_it_keeps_the_readme_table_the_same_as_the_measured_one() -> None:
 
 @pytest.mark.parametrize("kind", sorted(FAILURE_KINDS))
 def test_it_serves_each_failure_kind_as_the_table_says(harness_server, transactional_db, kind: str) -> None:
-    scenario = failing(kind)
+    scenario = failing(kind, "bedrock-fails")
     measured = {
         (client, stream): call(client, harness_server.url, scenario, stream, CLIENT_TIMEOUT_S.get(kind, 10.0))
         for client in CLIENTS

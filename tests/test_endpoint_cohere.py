@@ -18,6 +18,7 @@ import pytest
 
 from harnessweb.engine.configured import FAILURE_KINDS
 from tests.conftest import make_scenario, recorded_run
+from tests.test_endpoint_failure_kinds import ANSWER, CLIENT_TIMEOUT_S, failing
 
 WEATHER = [
     {
@@ -246,7 +247,6 @@ def test_it_refuses_a_missing_key_with_coheres_401(harness_server, transactional
 
 # -- every failure kind, as ClientV2 meets it (retries off) ----------------------------------------------------------
 
-ANSWER = "Scripted answer, whole."
 README = Path(__file__).resolve().parent.parent / "README.md"
 # kind -> what a plain call raises, then a streamed one ("answer": the whole answer, no error; "answer, empty" with none
 # of it: ClientV2 skips a stream event it cannot parse, with a warning, rather than raising; "answer, garbled" with
@@ -307,13 +307,8 @@ def test_it_covers_every_failure_kind_and_the_readme_says_the_same() -> None:
 def test_it_serves_each_failure_kind_as_the_table_says(harness_server, transactional_db) -> None:
     measured, wanted = {}, {}
     for kind, expected in KINDS.items():
-        scenario = f"cohere-fails-{kind.replace('_', '-')}"
-        turn = {"turn": 1, "failures_before_success": "always", "failure_status": kind,
-                "response": {"kind": "text", "assistant_text": ANSWER}}  # fmt: skip
-        if kind in ("timeout", "slow_first_byte"):
-            turn["failure_retry_after_ms"] = 400
-        make_scenario(scenario, [turn])
-        timeout = {"timeout": 0.2, "slow_first_byte": 5.0}.get(kind, 10.0)
+        scenario = failing(kind, "cohere-fails")
+        timeout = CLIENT_TIMEOUT_S.get(kind, 10.0)
         measured[kind] = tuple(call(harness_server.url, scenario, stream, timeout) for stream in (False, True))
         wanted[kind] = expected
     assert measured == wanted
