@@ -250,6 +250,46 @@
     event.detail.issueRequest(true);
   });
 
+  // A panel swap replaces every field while the author may be in the middle of typing into one. htmx gives the
+  // focus back to the field with the same id, but its selection only when it starts past the first character: an
+  // author who had selected a whole value to type over it (a double click, Ctrl+A, a test's fill) when a turn
+  // operation's answer arrived typed in front of the old text instead ("burst-fixedbad id", a problem nobody typed).
+  // So the focus and the selection go back exactly, to the field that holds the same value: the same id, or the one
+  // field of the same kind that holds it now when a move renumbered the cards.
+  let selection = null;
+  const turnPrefix = /^turns-\d+-/;
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    selection = null;
+    const active = document.activeElement;
+    if (event.detail.target.id !== "editor-panel" || !event.detail.shouldSwap) return;
+    if (!active || !active.id || !active.name || !event.detail.target.contains(active)) return;
+    if (typeof active.selectionStart !== "number") return; // selects, checkboxes: nothing to keep
+    selection = {
+      id: active.id,
+      kind: active.name.replace(turnPrefix, ""),
+      value: active.value,
+      start: active.selectionStart,
+      end: active.selectionEnd,
+      direction: active.selectionDirection || "none",
+    };
+  });
+  document.addEventListener("htmx:afterSwap", () => {
+    const kept = selection;
+    const panel = document.getElementById("editor-panel");
+    selection = null;
+    if (!kept || !panel) return;
+    let field = document.getElementById(kept.id);
+    if (!field || field.value !== kept.value) {
+      const holders = Array.from(panel.querySelectorAll("input[name], textarea[name]")).filter(
+        (f) => f.name.replace(turnPrefix, "") === kept.kind && f.value === kept.value,
+      );
+      field = holders.length === 1 ? holders[0] : null;
+    }
+    if (!field || typeof field.setSelectionRange !== "function") return;
+    field.focus({ preventScroll: true });
+    field.setSelectionRange(kept.start, kept.end, kept.direction);
+  });
+
   // A turn edit re-renders the whole form: keep the sections the author had opened (or closed) as they were.
   let openSections = null;
   document.addEventListener("htmx:beforeSwap", (event) => {

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import openai
 from playwright.sync_api import expect
 
 from scenarios_app.models import Scenario
@@ -165,3 +166,85 @@ def test_it_keeps_edits_made_while_a_turn_operation_is_answered(admin_page: Any,
     page.wait_for_timeout(1000)  # nothing late (a queued validation, an operation sent again) changes it
     expect(page.locator("#validation")).to_have_text("Valid · unsaved changes")
     expect(page.locator("#f-id")).to_have_value("burst-fixed")
+
+
+def test_it_keeps_a_selection_made_while_a_turn_operation_is_answered(admin_page: Any, harness_server: Any) -> None:
+    """The author selects a whole value to type over it just before a turn operation's answer swaps the panel: the
+    selection must survive the swap (htmx restores only one that starts past the first character), else the typed
+    text lands in front of the old one ("burst-fixedbad id") and the status line shows a problem nobody typed. Held
+    answers make the order certain: select, answer, type."""
+    page = admin_page
+    page.goto(f"{harness_server.url}/scenarios/new/")
+    page.fill("#f-id", "bad id")
+    fill_turn_text(page, 0, "first")
+    expect(page.locator("#validation")).to_contain_text("1 problem")
+    held: list[Any] = []
+    page.route("**/scenarios/editor/turns/", lambda route: held.append(route))
+
+    def answer_with_selected(selector: str) -> None:
+        """Wait for the held operation, select the whole value of ``selector``, then let the answer through."""
+        deadline = time.monotonic() + 10
+        while not held and time.monotonic() < deadline:
+            page.wait_for_timeout(20)
+        assert len(held) == 1, "the turn operation was not sent"
+        page.focus(selector)
+        page.evaluate("(selector) => document.querySelector(selector).select()", selector)
+        held.pop().continue_()
+
+    page.click("text=+ Add turn")
+    answer_with_selected("#f-id")
+    expect(page.locator(".turn-card")).to_have_count(2)
+    page.keyboard.insert_text("burst-fixed")
+    expect(page.locator("#f-id")).to_have_value("burst-fixed")
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes", timeout=10_000)
+
+    # A move renumbers the cards: the selection follows the text to the field that holds it now.
+    fill_turn_text(page, 1, "second")
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes", timeout=10_000)
+    page.click("#card-0 button[title='Move down']")
+    answer_with_selected("#f-turns-0-assistant_text")
+    expect(page.locator("#f-turns-0-assistant_text")).to_have_value("second")
+    page.keyboard.insert_text("first, retyped")
+    expect(page.locator("#f-turns-1-assistant_text")).to_have_value("first, retyped")
+    expect(page.locator("#f-turns-0-assistant_text")).to_have_value("second")
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes", timeout=10_000)
+
+
+def test_it_authors_a_conversation_check_flags_a_bad_pattern_live_and_the_saved_check_fails_a_turn(
+    admin_page: Any, harness_server: Any
+) -> None:
+    page = admin_page
+    page.goto(f"{harness_server.url}/scenarios/new/")
+    page.fill("#f-id", "browser-expect")
+    fill_turn_text(page, 0, "It is 21 °C in Lisbon.")
+    page.click("#card-0 summary:has-text('Expectations')")
+    pattern_errors = page.locator("#err-turns-0-expect_last_message_regex")
+    page.fill("#f-turns-0-expect_last_message_regex", "weather in (")
+    expect(pattern_errors).to_contain_text("not a valid regular expression: missing ), unterminated subpattern")
+    expect(page.locator("#validation")).to_have_text("1 problem: nothing can be saved")
+    page.fill("#f-turns-0-expect_last_message_regex", r"weather in \w+")
+    page.fill("#f-turns-0-expect_system_prompt_must_include", "weather bot")
+    expect(pattern_errors).to_be_empty()
+    expect(page.locator("#validation")).to_have_text("Valid · unsaved changes", timeout=10_000)
+    page.click(".savebar button:has-text('Save')")
+    page.wait_for_url(f"{harness_server.url}/scenarios/browser-expect/")
+    expect(page.locator("#f-turns-0-expect_last_message_regex")).to_have_value(r"weather in \w+")
+
+    client = openai.OpenAI(base_url=f"{harness_server.url}/v1", api_key="sk-browser-expect", max_retries=0)
+    headers = {"X-Harness-Scenario": "browser-expect"}
+
+    def ask(text: str) -> tuple[str, str]:
+        messages = [{"role": "system", "content": "You are a weather bot."}, {"role": "user", "content": text}]
+        raw = client.chat.completions.with_raw_response.create(model="m", messages=messages, extra_headers=headers)
+        return raw.parse().choices[0].message.content or "", raw.headers["x-harness-run"]
+
+    text, run_id = ask("How warm is it?")
+    assert text == "Scenario validation failed."
+    reason = recorded_run(run_id, status="failed").status_reason
+    assert "Expected the last user or tool message to match 'weather in \\\\w+'" in reason
+    page.goto(f"{harness_server.url}/runs/{run_id}/")
+    expect(page.locator("table.expect tr.bad")).to_contain_text("Last message matches")
+    expect(page.locator("table.expect tr.ok")).to_contain_text("System prompt includes")
+    text, run_id = ask("What is the weather in Lisbon?")
+    assert text == "It is 21 °C in Lisbon."
+    recorded_run(run_id, status="passed")

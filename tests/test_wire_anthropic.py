@@ -111,7 +111,7 @@ def test_it_parses_string_and_block_content():
     request = parse_request(make_body(messages=messages))
     assert request.messages == (
         Message(role="user", text="one\ntwo"),
-        Message(role="assistant", text="calling"),
+        Message(role="assistant", text="calling", call_ids=("toolu_1",)),
         Message(role="user", text="plain"),
         Message(role="user", text="see"),
     )
@@ -170,14 +170,16 @@ def test_it_turns_tool_result_only_user_turns_into_tool_messages():
         },
     ]
     request = parse_request(make_body(messages=messages))
-    assert request.messages[2] == Message(role="tool", text="result one\nresult two\n")
+    assert request.messages[2] == Message(
+        role="tool", text="result one\nresult two\n", result_ids=("toolu_1", "toolu_2", "toolu_3")
+    )
     assert (request.first_user, request.last_user, request.turn) == ("demo", "demo", 2)
 
 
 def test_it_keeps_a_user_turn_that_mixes_tool_results_and_text_as_the_user():
     content = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}, {"type": "text", "text": "and?"}]
     request = parse_request(make_body(messages=[{"role": "user", "content": content}]))
-    assert request.messages == (Message(role="user", text="r\nand?"),)
+    assert request.messages == (Message(role="user", text="r\nand?", result_ids=("toolu_1",)),)
 
 
 def test_it_reads_thinking_blocks_in_assistant_messages_with_their_path():

@@ -111,9 +111,9 @@ def test_it_parses_string_and_list_of_parts_content():
     request = parse_request(make_body(messages=messages))
     assert request.messages == (
         Message(role="user", text="part one\npart two"),
-        Message(role="assistant", text=""),
-        Message(role="tool", text="tool output"),
-        Message(role="tool", text="legacy output"),
+        Message(role="assistant", text="", call_ids=("c",)),
+        Message(role="tool", text="tool output", result_ids=("c",)),
+        Message(role="tool", text="legacy output", result_ids=("f",)),
         Message(role="user", text="look"),
     )
     assert request.turn == 2

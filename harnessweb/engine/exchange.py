@@ -33,6 +33,10 @@ class Message:
     role: Literal["user", "assistant", "tool"]
     text: str = ""
     thinking: tuple[Thinking, ...] = ()
+    # The ids of the tool calls an assistant message makes, and the ids of the calls a message's tool results answer
+    # (Gemini's calls, which need no id, by their function's name): expectations check each call has its result.
+    call_ids: tuple[str, ...] = ()
+    result_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,21 @@
-"""A scenario's expectations of a request (system prompt, API key, tools offered, temperature, top_p, reasoning), each
-checked into a row that says what was expected, what came, and the seed's failure message when it is not met.
+"""A scenario's expectations of a request (system prompt, API key, tools offered, temperature, top_p, reasoning, and a
+turn's ``expect`` block on the conversation the client sent: its last message, the results of the previous answer's
+tool calls, the earlier messages kept, the system prompt), each checked into a row that says what was expected,
+what came, and the seed's failure message when it is not met.
 
 The engine fails a turn with the first unmet row's message; the run page shows every row. Pure.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import orjson
 
 from harnessweb.engine import shapes
 from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
-from harnessweb.engine.schemas import ExpectKey, Scenario, ScenarioTurn
+from harnessweb.engine.schemas import ExpectKey, Scenario, ScenarioTurn, TurnExpect
 
 TOLERANCE = 1e-6
 KEY_PROBLEM = "Expected the API key"  # how a key's problem begins (the plugin fails a test on it)
@@ -43,8 +46,13 @@ def _shown(value: float | None) -> str:
 
 def system_prompt_expectations(scenario: Scenario, request: ChatRequest) -> list[Expectation]:
     """One row per fragment the scenario's system prompt must include."""
+    return fragment_expectations(scenario.system_prompt_must_include, request)
+
+
+def fragment_expectations(fragments: list[str], request: ChatRequest) -> list[Expectation]:
+    """One row per fragment the request's system prompt must include (a scenario's, or a turn's ``expect``)."""
     rows = []
-    for fragment in scenario.system_prompt_must_include:
+    for fragment in fragments:
         present = fragment in request.system
         problem = "" if present else f"System prompt missing: {fragment}"
         rows.append(
@@ -101,6 +109,7 @@ def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectat
             problem = "" if ok else f"Expected {seed_name} {_js(expected_value)} but received {_js(got)}"
             rows.append(Expectation(what, _shown(expected_value), _shown(got), ok, problem))
     rows += demand_expectations(step, request)
+    rows += conversation_expectations(step.expect, request) if step.expect is not None else []
     if step.expected_reasoning:
         got_reasoning = "enabled" if request.reasoning_enabled else "disabled"
         ok = got_reasoning == step.expected_reasoning
@@ -112,6 +121,69 @@ def turn_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectat
             problem = "Expected reasoning to be disabled"
         rows.append(Expectation("Reasoning", step.expected_reasoning, got_reasoning, ok, problem))
     return rows
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _last_said(request: ChatRequest) -> tuple[str, str] | None:
+    """The role and text of the last user or tool message of the conversation, if there is one."""
+    return next(((m.role, m.text) for m in reversed(request.messages) if m.role in ("user", "tool")), None)
+
+
+def _unanswered(request: ChatRequest) -> tuple[list[str], list[str]] | None:
+    """The previous answer's tool call ids, and those no later tool result carries; None without a previous
+    answer."""
+    for index in range(len(request.messages) - 1, -1, -1):
+        if request.messages[index].role == "assistant":
+            answered = {i for m in request.messages[index + 1 :] for i in m.result_ids}
+            calls = list(request.messages[index].call_ids)
+            return calls, [c for c in calls if c not in answered]
+    return None
+
+
+def conversation_expectations(expect: TurnExpect, request: ChatRequest) -> list[Expectation]:
+    """A turn's ``expect`` block against the conversation the client sent (the neutral request, so every protocol
+    alike): the last user or tool message's text, the previous answer's tool calls each answered by a result
+    carrying its id, the number of messages before the last one (the system prompt not counted), the system
+    prompt's fragments."""
+    rows = []
+    last = _last_said(request)
+    where = f"the last {last[0]} message" if last else "no user or tool message"
+    for what, wanted, found in (
+        ("Last message contains", expect.last_message_contains, lambda t, w: w in t),
+        ("Last message matches", expect.last_message_regex, lambda t, w: re.search(w, t) is not None),
+    ):
+        if wanted is None:
+            continue
+        ok = last is not None and found(last[1], wanted)
+        verb = "contain" if what.endswith("contains") else "match"
+        said = f"{where} reads {_excerpt(last[1])}" if last else f"the request has {where}"
+        problem = "" if ok else f"Expected the last user or tool message to {verb} {wanted!r} but {said}"
+        rows.append(Expectation(what, wanted, f"{where}: {_excerpt(last[1])}" if last else where, ok, problem))
+    if expect.tool_calls_answered:
+        found_calls = _unanswered(request)
+        calls, missing = found_calls or ([], [])
+        if found_calls is None:
+            actual = "no previous answer"
+        elif not calls:
+            actual = "the previous answer called no tool"
+        elif missing:
+            actual = f"no result for {', '.join(missing)}"
+        else:
+            actual = f"results for {', '.join(calls)}"
+        problem = f"Tool calls of the previous answer have no result carrying their id: {', '.join(missing)}"
+        expected = "a result carrying each call's id"
+        rows.append(Expectation("Tool calls answered", expected, actual, not missing, problem if missing else ""))
+    if expect.min_earlier_messages is not None:
+        earlier = max(len(request.messages) - 1, 0)
+        ok = earlier >= expect.min_earlier_messages
+        wanted_text = f"at least {expect.min_earlier_messages}"
+        problem = "" if ok else f"Expected {wanted_text} earlier messages but the request carried {earlier}"
+        rows.append(Expectation("Earlier messages", wanted_text, str(earlier), ok, problem))
+    return rows + fragment_expectations(expect.system_prompt_must_include, request)
 
 
 def _answers(step: ScenarioTurn) -> tuple[list[str], str | None]:

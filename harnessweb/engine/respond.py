@@ -159,7 +159,11 @@ def own_reply(request: ChatRequest, reply: Reply) -> Reply:
 def kept(wire: Any, request: ChatRequest, reply: Reply) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """What to keep of an answer a client may refer back to: its id, its conversation (system prompt, tools, the
     request's messages, then the answer) and the response object."""
-    messages = [[m.role, m.text] for m in (*request.messages, Message(role="assistant", text=reply.text))]
+    # The answer's tool calls by the ids its client saw (Anthropic's derived ones re-prefixed), so that a request
+    # continuing it can be checked for their results (expectations' ``tool_calls_answered``).
+    call_id = getattr(wire, "served_call_id", lambda block: block.call_id)
+    answer = Message("assistant", reply.text, call_ids=tuple(call_id(b) for b in reply.blocks if b.type == "tool_call"))
+    messages = [_kept_message(m) for m in (*request.messages, answer)]
     conversation = {"system": request.system, "tools": list(request.tools), "messages": messages}
     return wire.answer_id(request, reply), conversation, wire.response_object(request, reply)
 
@@ -170,9 +174,23 @@ def continued(wire: Any, request: ChatRequest, conversation: dict[str, Any]) -> 
         request,
         system=conversation["system"],
         tools=tuple(conversation["tools"]),
-        messages=tuple(Message(role=role, text=text) for role, text in conversation["messages"]),
+        messages=tuple(_message_kept(entry) for entry in conversation["messages"]),
     )
     return wire.continued(request, earlier)
+
+
+def _kept_message(message: Message) -> list[Any]:
+    """A message as a kept conversation holds it: role and text, then its call and result ids when it has any."""
+    if message.call_ids or message.result_ids:
+        return [message.role, message.text, list(message.call_ids), list(message.result_ids)]
+    return [message.role, message.text]
+
+
+def _message_kept(entry: list[Any]) -> Message:
+    """A kept conversation's message back (conversations kept before the ids were kept hold role and text only)."""
+    role, text, *ids = entry
+    calls, results = (ids + [[], []])[:2]
+    return Message(role=role, text=text, call_ids=tuple(calls), result_ids=tuple(results))
 
 
 def response_summary(decision: Decision, encoded: Encoded) -> dict[str, Any]:

@@ -216,6 +216,33 @@ class FailureScope(_Model):
         return None if values is None else [_fingerprint(value) for value in values]
 
 
+def _regex(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+    return value
+
+
+class TurnExpect(_Model):
+    """What a turn expects of the conversation the client sent (harnessweb.engine.expectations checks each one
+    given, whatever the protocol): the last user or tool message contains a text or matches a regular expression
+    (``re.search``), every tool call of the previous answer has a result carrying its id, at least N messages
+    precede the last one, and the system prompt includes each fragment (as the scenario's own list, for this turn)."""
+
+    last_message_contains: str | None = Field(None, min_length=1)
+    last_message_regex: str | None = Field(None, min_length=1)
+    tool_calls_answered: bool = False
+    min_earlier_messages: int | None = Field(None, ge=1, le=100_000)
+    system_prompt_must_include: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+
+    @field_validator("last_message_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        return _regex(value)
+
+
 class ScenarioTurn(_Model):
     turn: int = Field(ge=1)
     response: Response
@@ -226,6 +253,8 @@ class ScenarioTurn(_Model):
     expected_temperature: float | None = None
     expected_top_p: float | None = None
     expected_reasoning: Literal["enabled", "disabled"] | None = None
+    # Checks of the conversation the client sent for this turn; left out of the canonical JSON when it has none.
+    expect: TurnExpect | None = None
     failures_before_success: Annotated[int, Field(ge=0, le=100)] | Literal["always"] = 0
     failure_status: FailureStatus = "model_error"
     # Any other HTTP status for the failure (a 409, a 418, a 507…), in the protocol's error format.
@@ -238,6 +267,12 @@ class ScenarioTurn(_Model):
     failure_scope: FailureScope | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+
+    @field_validator("expect")
+    @classmethod
+    def _checks_something(cls, expect: TurnExpect | None) -> TurnExpect | None:
+        """An ``expect`` block that checks nothing is no block: one canonical form for both."""
+        return None if expect is None or expect == TurnExpect() else expect
 
     @model_validator(mode="before")
     @classmethod
@@ -280,12 +315,7 @@ class Match(_Model):
     @field_validator("first_user_regex", "last_user_regex")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return value
+        return _regex(value)
 
 
 class EmbeddingPin(_Model):

@@ -54,6 +54,12 @@ TURN_TEXT_FIELDS = (
     "expected_temperature",
     "expected_top_p",
     "expected_reasoning",
+    # The turn's ``expect`` block on the conversation the client sent: ``expect_<field>`` for each of its fields
+    # (its flag, tool_calls_answered, is among TURN_FLAGS).
+    "expect_last_message_contains",
+    "expect_last_message_regex",
+    "expect_min_earlier_messages",
+    "expect_system_prompt_must_include",
     "failures_before_success",
     "failure_status",
     "failure_message",
@@ -65,7 +71,7 @@ TURN_TEXT_FIELDS = (
     "failure_scope_key_fingerprint",
     "finish_reason",
 )
-TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable")
+TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable", "expect_tool_calls_answered")
 # Fields the editor shows as <textarea>; every other text field is a one-line <input>, which browsers strip of
 # line breaks, so a value holding one cannot be edited in the form without changing it.
 MULTILINE_FIELDS = frozenset(
@@ -79,6 +85,7 @@ MULTILINE_FIELDS = frozenset(
         "report_content_json",
         "failure_message",
         "failure_error",
+        "expect_system_prompt_must_include",
     }
 )
 

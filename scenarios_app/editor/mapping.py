@@ -110,6 +110,17 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     for name in ("expected_temperature", "expected_top_p", "failures_before_success"):
         _put(data, name, turn[name], number=True)
     _put(data, "expected_reasoning", turn["expected_reasoning"])
+    expect: dict[str, Any] = {}
+    _put(expect, "last_message_contains", turn["expect_last_message_contains"])
+    _put(expect, "last_message_regex", turn["expect_last_message_regex"])
+    if turn["expect_tool_calls_answered"]:
+        expect["tool_calls_answered"] = True
+    _put(expect, "min_earlier_messages", turn["expect_min_earlier_messages"], number=True)
+    fragments = split_lines(turn["expect_system_prompt_must_include"])
+    if fragments:
+        expect["system_prompt_must_include"] = fragments
+    if expect:  # a turn that checks nothing of the conversation has no block
+        data["expect"] = expect
     _put(data, "failure_status", turn["failure_status"])
     _put(data, "failure_message", turn["failure_message"])
     data["failure_retryable"] = turn["failure_retryable"]
@@ -197,6 +208,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
     report_json = response.get("report_content_json")
     failure_error = turn.get("failure_error")
     scope = turn.get("failure_scope") or {}
+    expect = turn.get("expect") or {}
     return {
         "turn": _str(turn.get("turn")),
         "kind": kind,
@@ -217,6 +229,11 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "expected_temperature": _str(turn.get("expected_temperature")),
         "expected_top_p": _str(turn.get("expected_top_p")),
         "expected_reasoning": _str(turn.get("expected_reasoning")),
+        "expect_last_message_contains": _str(expect.get("last_message_contains")),
+        "expect_last_message_regex": _str(expect.get("last_message_regex")),
+        "expect_tool_calls_answered": bool(expect.get("tool_calls_answered", False)),
+        "expect_min_earlier_messages": _str(expect.get("min_earlier_messages")),
+        "expect_system_prompt_must_include": "\n".join(expect.get("system_prompt_must_include") or []),
         "failures_before_success": _str(turn.get("failures_before_success", 0)),
         "failure_status": _str(turn.get("failure_status", "model_error")),
         "failure_message": _str(turn.get("failure_message")),
@@ -346,6 +363,8 @@ def error_field(loc: tuple[Any, ...] | list[Any]) -> str:
         return f"{prefix}-usage-{rest[1]}"
     if field == "failure_scope" and len(rest) > 1:  # a list item points at its list's comma-separated field
         return f"{prefix}-failure_scope_{rest[1]}"
+    if field == "expect" and len(rest) > 1:  # the block's fields are the turn's expect_… fields
+        return f"{prefix}-expect_{rest[1]}"
     return f"{prefix}-{field}"
 
 

@@ -25,16 +25,24 @@ def try_body(scenario: ScenarioSchema, turn: int, protocol: str) -> dict[str, An
     """The streamed request that plays ``turn`` of the scenario and meets its expectations.
 
     The first user message is the scenario id, turn-1 assistant messages precede it, the system prompt holds every
-    required fragment, the tools are the expected ones, and temperature, top_p and reasoning are as expected.
+    required fragment (the scenario's and the turn's), the tools are the expected ones, and temperature, top_p and
+    reasoning are as expected. For the turn's ``expect`` block, the last message holds the text it must contain and
+    earlier user messages make up the context it asks for (a pattern it must match is left to the author).
     """
     step = scenario.turn(turn)
-    system = "\n".join(scenario.system_prompt_must_include)
+    expect = step.expect if step else None
+    system = "\n".join([*scenario.system_prompt_must_include, *(expect.system_prompt_must_include if expect else [])])
     tools = list(step.expected_tools) if step else []
     body: dict[str, Any] = {"model": PREVIEW_MODEL, "stream": True}
     messages_: list[dict[str, Any]] = [{"role": "user", "content": scenario.id}]
     for earlier in range(1, turn):
         messages_.append({"role": "assistant", "content": f"(the answer of turn {earlier})"})
         messages_.append({"role": "user", "content": "Continue."})
+    if expect is not None and expect.last_message_contains:
+        messages_[-1]["content"] += f"\n{expect.last_message_contains}"
+    if expect is not None and expect.min_earlier_messages:
+        missing = expect.min_earlier_messages - (len(messages_) - 1)
+        messages_[:0] = [{"role": "user", "content": f"(earlier message {n})"} for n in range(1, missing + 1)]
     if protocol == "anthropic":
         body["max_tokens"] = 1024
         if system:

@@ -117,6 +117,8 @@ def _parse_message(raw: Any, i: int) -> Message:
         raise WireError(f"{where}.content: Input should be a string or a list of blocks", f"{where}.content")
     texts: list[str] = []
     thinking: list[Thinking] = []
+    call_ids: list[str] = []
+    result_ids: list[str] = []
     only_tool_results = bool(content)
     for j, block in enumerate(content):
         at = f"{where}.content.{j}"
@@ -140,11 +142,17 @@ def _parse_message(raw: Any, i: int) -> Message:
                 raise WireError(f"{at}.data: Field required", f"{at}.data")
         elif kind == "tool_result":
             texts.append(text_of(block.get("content"), f"{at}.content", index_format="{}.{}"))
+            if isinstance(block.get("tool_use_id"), str):
+                result_ids.append(block["tool_use_id"])
+        elif kind == "tool_use" and role == "assistant" and isinstance(block.get("id"), str):
+            call_ids.append(block["id"])
     # A user turn made only of tool results is the tool's answer, not the user speaking.
     return Message(
         role="tool" if role == "user" and only_tool_results else role,
         text="\n".join(texts),
         thinking=tuple(thinking),
+        call_ids=tuple(call_ids),
+        result_ids=tuple(result_ids),
     )
 
 
@@ -155,6 +163,9 @@ def _message_id(reply: Reply) -> str:
 def _tool_id(block: Block) -> str:
     # Authored ids are used verbatim; derived ones take Anthropic's prefix.
     return "toolu_" + block.call_id.removeprefix("call_") if block.derived_id else block.call_id
+
+
+served_call_id = _tool_id  # the id a tool call is served with (a kept conversation's answer keeps it)
 
 
 def _input(arguments: str) -> Any:

@@ -99,6 +99,8 @@ def _message(raw: Any, i: int) -> Message:
     texts: list[str] = []
     thinking: list[Thinking] = []
     results = 0
+    call_ids: list[str] = []
+    result_ids: list[str] = []
     content = _list(raw.get("content"), f"{where}.content")
     for j, block in enumerate(content):
         at = f"{where}.content.{j}"
@@ -106,11 +108,14 @@ def _message(raw: Any, i: int) -> Message:
         if "text" in block:
             texts.append(_string(block, "text", at))
         elif "toolResult" in block:
-            texts.append(_result_text(_object(block["toolResult"], f"{at}.toolResult"), f"{at}.toolResult"))
+            result = _object(block["toolResult"], f"{at}.toolResult")
+            texts.append(_result_text(result, f"{at}.toolResult"))
             results += 1
+            if isinstance(result.get("toolUseId"), str):
+                result_ids.append(result["toolUseId"])
         elif "toolUse" in block:
             use = _object(block["toolUse"], f"{at}.toolUse")
-            _string(use, "toolUseId", f"{at}.toolUse")
+            call_ids.append(_string(use, "toolUseId", f"{at}.toolUse"))
             _string(use, "name", f"{at}.toolUse")
         elif "reasoningContent" in block and role == "assistant":
             reasoning = _object(block["reasoningContent"], f"{at}.reasoningContent")
@@ -122,7 +127,13 @@ def _message(raw: Any, i: int) -> Message:
                 thinking.append(Thinking(text, signature if isinstance(signature, str) else None, where_thinking))
     # A user turn made only of tool results is the tool's answer, not the user speaking.
     tool = role == "user" and content and results == len(content)
-    return Message(role="tool" if tool else role, text="\n".join(texts), thinking=tuple(thinking))
+    return Message(
+        role="tool" if tool else role,
+        text="\n".join(texts),
+        thinking=tuple(thinking),
+        call_ids=tuple(call_ids),
+        result_ids=tuple(result_ids),
+    )
 
 
 def _tools(config: Any) -> tuple[str, ...]:

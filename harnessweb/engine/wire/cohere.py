@@ -93,7 +93,8 @@ def _message(raw: Any, i: int) -> tuple[str, Message | None]:
     if role == "tool":
         if not isinstance(raw.get("tool_call_id"), str) or not raw["tool_call_id"]:
             raise invalid(f"{where}.tool_call_id is required", f"{where}.tool_call_id")
-        return "", Message(role="tool", text=_text(content, f"{where}.content", ("text", "document")))
+        text = _text(content, f"{where}.content", ("text", "document"))
+        return "", Message(role="tool", text=text, result_ids=(raw["tool_call_id"],))
     calls = raw.get("tool_calls") or []
     if not isinstance(calls, list):
         raise invalid(f"{where}.tool_calls must be a list", f"{where}.tool_calls")
@@ -106,7 +107,8 @@ def _message(raw: Any, i: int) -> tuple[str, Message | None]:
     if plan is not None and not isinstance(plan, str):
         raise invalid(f"{where}.tool_plan must be a string", f"{where}.tool_plan")
     text = _text(content, f"{where}.content", ("text", "thinking"))
-    return "", Message(role="assistant", text=text or plan or "")
+    call_ids = tuple(c["id"] for c in calls if isinstance(c.get("id"), str))
+    return "", Message(role="assistant", text=text or plan or "", call_ids=call_ids)
 
 
 def _tools(raw: Any) -> tuple[str, ...]:

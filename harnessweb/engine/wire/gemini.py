@@ -91,14 +91,28 @@ def _message(content: Any, i: int) -> Message:
     parts = _parts(content.get("parts", []), where)
     responses = [p for p in parts if _get(p, "functionResponse", "function_response") is not None]
     if role == "model":
-        return Message(role="assistant", text=_text(parts))
+        calls = [_get(p, "functionCall", "function_call") for p in parts]
+        return Message(role="assistant", text=_text(parts), call_ids=_call_keys(calls))
+    answers = _call_keys([_get(p, "functionResponse", "function_response") for p in responses])
     if role == "function" or (responses and len(responses) == len(parts)):
         # The tool's answer, not the user speaking.
         texts = [
             orjson.dumps(_get(p, "functionResponse", "function_response").get("response")).decode() for p in responses
         ]
-        return Message(role="tool", text="\n".join(texts))
-    return Message(role="user", text=_text(parts))
+        return Message(role="tool", text="\n".join(texts), result_ids=answers)
+    return Message(role="user", text=_text(parts), result_ids=answers)
+
+
+def _call_keys(items: list[Any]) -> tuple[str, ...]:
+    """What ties a function call to its response: the call's ``id`` when it has one, else its function's name (a
+    call needs no id, and its response names the function)."""
+    keys = []
+    for item in items:
+        if isinstance(item, dict):
+            key = item.get("id") or item.get("name")
+            if isinstance(key, str) and key:
+                keys.append(key)
+    return tuple(keys)
 
 
 def _tools(raw: Any) -> tuple[str, ...]:

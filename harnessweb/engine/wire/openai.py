@@ -69,7 +69,17 @@ def parse_request(body: Any) -> ChatRequest:
         if role in ("system", "developer"):
             system.append(text)
         else:
-            messages.append(Message(role="tool" if role == "function" else role, text=text))
+            calls = raw.get("tool_calls") if role == "assistant" else None
+            call_ids = tuple(c["id"] for c in calls or () if isinstance(c, dict) and isinstance(c.get("id"), str))
+            answers = raw.get("tool_call_id") if role == "tool" else raw.get("name") if role == "function" else None
+            messages.append(
+                Message(
+                    role="tool" if role == "function" else role,
+                    text=text,
+                    call_ids=call_ids if isinstance(calls, list) else (),
+                    result_ids=(answers,) if isinstance(answers, str) else (),
+                )
+            )
     tools = []
     raw_tools = body.get("tools") or []
     if not isinstance(raw_tools, list):

@@ -66,12 +66,15 @@ def _input_messages(raw: Any) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     system: list[str] = []
     answer: list[str] | None = None  # texts of the assistant answer being read
+    calls: list[str] = []  # the call ids of its function calls
 
     def close_answer() -> None:
         nonlocal answer
         if answer is not None:
-            messages.append(Message(role="assistant", text="\n".join(t for t in answer if t)))
+            text = "\n".join(t for t in answer if t)
+            messages.append(Message(role="assistant", text=text, call_ids=tuple(calls)))
             answer = None
+            calls.clear()
 
     for i, item in enumerate(raw):
         where = f"input[{i}]"
@@ -94,11 +97,16 @@ def _input_messages(raw: Any) -> tuple[list[Message], list[str]]:
             raise WireError(f"{where}.type must be a string", f"{where}.type")
         elif kind == "function_call_output" or kind.endswith("_call_output"):
             close_answer()
-            messages.append(Message(role="tool", text=_output_text(item.get("output"), f"{where}.output")))
+            answers = (item["call_id"],) if isinstance(item.get("call_id"), str) else ()
+            messages.append(
+                Message(role="tool", text=_output_text(item.get("output"), f"{where}.output"), result_ids=answers)
+            )
         elif kind == "reasoning" or kind.endswith("_call"):
             if kind == "function_call" and not isinstance(item.get("name"), str):
                 raise WireError(f"{where}.name must be a string", f"{where}.name")
             answer = [*(answer or []), ""]
+            if kind.endswith("_call") and isinstance(item.get("call_id"), str):
+                calls.append(item["call_id"])
         elif kind != "item_reference":
             raise WireError(f"{where}.type {kind!r} is not an input item this server reads", f"{where}.type")
     close_answer()
