@@ -18,6 +18,7 @@ from runs_app.ci.conversation import router as conversation_router
 from runs_app.ci.streams import router as streams_router
 from runs_app.coverage.api import router as coverage_router
 from runs_app.endpoint.api import router as scripts_router
+from runs_app.judging.api import router as judge_router
 from runs_app.retention import router as retention_router
 from scenarios_app.api import router as scenarios_router
 
@@ -26,7 +27,8 @@ api = NinjaAPI(
     version="1",
     description=(
         "CI uploads (runs, judge verdicts, trace logs, JUnit results, cassettes), scenarios, coverage. "
-        "Send `Authorization: Bearer <token>`; writes need a write-scoped token. Errors are JSON "
+        "Send `Authorization: Bearer <token>`; writes need a write-scoped token, queuing the judge a judge-scoped "
+        "one (judge includes write, write includes read). Errors are JSON "
         '`{"detail", "errors": [{"field", "message"}]}`; batches answer 207 with one result per item.'
     ),
     auth=BearerToken(),
@@ -43,6 +45,7 @@ api.add_router("/", conversation_router, tags=["runs"])
 api.add_router("/", streams_router, tags=["stream summaries"])
 api.add_router("/", coverage_router, tags=["coverage"])
 api.add_router("/", retention_router, tags=["runs"])
+api.add_router("/", judge_router, tags=["judge"])
 
 
 @api.exception_handler(AuthenticationError)

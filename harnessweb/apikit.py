@@ -35,9 +35,18 @@ SCOPE_MARK = "x-required-scope"
 # -- auth ------------------------------------------------------------------------------------------------------------
 
 
+# Each scope grants the ones below it: judge ⊃ write ⊃ read, so one judge token serves a whole CI job.
+SCOPE_RANK = {ApiToken.Scope.READ: 0, ApiToken.Scope.WRITE: 1, ApiToken.Scope.JUDGE: 2}
+
+
+def grants(token: ApiToken | None, scope: str) -> bool:
+    """Whether ``token`` has ``scope`` or a scope that includes it."""
+    return token is not None and SCOPE_RANK.get(token.scope, -1) >= SCOPE_RANK[scope]
+
+
 def require_write(request: HttpRequest) -> None:
     """Refuse a write made with a read-scoped token (403), before anything is written."""
-    if getattr(request, "auth", None) is None or request.auth.scope != ApiToken.Scope.WRITE:
+    if not grants(getattr(request, "auth", None), ApiToken.Scope.WRITE):
         raise HttpError(403, "This token has read scope; writing needs a token with write scope.")
 
 

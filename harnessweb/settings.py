@@ -168,6 +168,11 @@ HARNESS_JUDGE_BASE_URL = os.environ.get("HARNESS_JUDGE_BASE_URL", "").strip()
 HARNESS_JUDGE_API_KEY = os.environ.get("HARNESS_JUDGE_API_KEY", "")
 HARNESS_JUDGE_MODEL = os.environ.get("HARNESS_JUDGE_MODEL", "gpt-4o").strip()
 HARNESS_JUDGE_TIMEOUT_S = envint("HARNESS_JUDGE_TIMEOUT_S", 120)
+# How the judge is spoken to: openai (Chat Completions at {base}/chat/completions) or anthropic (Messages at
+# {base}/v1/messages, x-api-key). An unset or placeholder key (seed 001's test-api-key) skips the judge.
+HARNESS_JUDGE_PROTOCOL = os.environ.get("HARNESS_JUDGE_PROTOCOL", "openai").strip().lower() or "openai"
+if HARNESS_JUDGE_PROTOCOL not in ("openai", "anthropic"):
+    raise ImproperlyConfigured(f"HARNESS_JUDGE_PROTOCOL must be openai or anthropic, not {HARNESS_JUDGE_PROTOCOL!r}")
 
 # The REST API: request size limit (a 413 beyond it) and pages' login.
 HARNESS_API_MAX_BYTES = envint("HARNESS_API_MAX_BYTES", 10 * 1024 * 1024)

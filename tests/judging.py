@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import openai
 
 from runs_app.judging.verdicts import JUDGE_SYSTEM
-from tests.conftest import LiveServer, make_scenario, recorded_run
+from tests.conftest import LiveServer, make_scenario, recorded_run, start_server
 
 # Matched with system_contains: only the judge's requests carry it.
 JUDGE_MARK = JUDGE_SYSTEM.splitlines()[0]
@@ -67,3 +68,9 @@ def point_judge_at(settings: Any, server: LiveServer) -> None:
     settings.HARNESS_JUDGE_API_KEY = f"sk-test-judge-{uuid.uuid4().hex}"
     settings.HARNESS_JUDGE_MODEL = "judge-model"
     settings.HARNESS_JUDGE_TIMEOUT_S = 20
+
+
+def start_judging_server(judge_url: str, tmp: Path, port: int | None = None) -> LiveServer:
+    """A live server whose judge is the fake endpoint at ``judge_url`` (its own when it is on ``port``)."""
+    judge = {"HARNESS_JUDGE_BASE_URL": judge_url, "HARNESS_JUDGE_MODEL": "judge-model"}
+    return start_server(tmp, {"HARNESS_PACING": "off", "HARNESS_JUDGE_API_KEY": "sk-test-judge", **judge}, port=port)

@@ -23,7 +23,7 @@ from ninja.testing import TestClient
 from harnessweb import apikit
 from harnessweb.api import api
 from runs_app import tokens
-from runs_app.models import ApiToken, Cassette, Run, RunScript
+from runs_app.models import ApiToken, Cassette, JudgeBatch, Run, RunScript
 from scenarios_app.models import Scenario
 from tests.conftest import VCR_DIR, make_ci_run, make_client, make_scenario, make_token, vcr_fixture
 
@@ -47,7 +47,8 @@ def make_targets() -> dict[str, Any]:
     cassette = Cassette.objects.create(
         name="openai_simple_text.json", provider="openai", scenario="simple_text", content=data, digest="0" * 64, size=1
     )
-    return {"run_id": run.id, "scenario_id": "demo", "cassette_id": cassette.id}
+    job = JudgeBatch.objects.create(criteria="c", run_ids=[str(run.id)], total=1)
+    return {"run_id": run.id, "scenario_id": "demo", "cassette_id": cassette.id, "job_id": job.id}
 
 
 def make_request(method: str, path: str) -> dict[str, Any]:
@@ -65,6 +66,7 @@ def make_request(method: str, path: str) -> dict[str, Any]:
         ("post", "/api/runs/{run_id}/trace-logs"): {"json": {"turn_number": 1, "file_path": "a", "content": "b"}},
         ("post", "/api/runs/{run_id}/messages"): {"json": [{"role": "user", "content": "hi"}]},
         ("post", "/api/runs/{run_id}/artifacts"): {"json": {"name": "/u/abc", "content": "<p>page</p>"}},
+        ("post", "/api/runs/{run_id}/judge"): {"json": {"criteria": ["c"]}},
         ("post", "/api/runs/{run_id}/verdicts"): {
             "json": {"criteria": [{"criterion": "c", "verdict": "PASS"}], "overall": "PASS"}
         },
@@ -163,12 +165,15 @@ def test_it_answers_403_to_a_read_token_on_every_write_route_and_writes_nothing(
     assert snapshot() == before
 
 
-def test_it_lets_a_write_token_through_every_write_route() -> None:
+def test_it_lets_a_write_token_through_every_write_route(settings: Any) -> None:
     targets = make_targets()
     client = make_client("write")
+    judge = make_client("judge")  # queuing the judge needs judge scope (runs_app/judging/api.py tests it)
+    settings.HARNESS_JUDGE_BASE_URL = "http://127.0.0.1:9/v1"
 
-    for method, path, _ in write_operations():
-        assert call(client, method, path, targets).status_code < 400, (method, path)
+    for method, path, operation in write_operations():
+        needs_judge = operation.get(apikit.SCOPE_MARK) == "judge"
+        assert call(judge if needs_judge else client, method, path, targets).status_code < 400, (method, path)
 
 
 def test_it_lets_a_read_token_read_every_read_route() -> None:

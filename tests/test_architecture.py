@@ -27,6 +27,7 @@ PURE = (
     "runs_app.judging.client",
     "runs_app.ci.recordings",
     "runs_app.ci.messages",  # an uploaded conversation normalised to one shape
+    "runs_app.ci.call_events",  # a plugin call as the events the endpoint records
 )
 # Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
 PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema"}

@@ -313,7 +313,8 @@ def test_it_stores_a_verdict_with_its_criteria() -> None:
     assert response.status_code == 201
     body = response.json()
     assert (body["overall"], body["judge_error"], body["judge_model"]) == ("FAIL", "", "claude-sonnet-4-5")
-    assert [(c["position"], c["verdict"]) for c in body["criteria"]] == [(0, "PASS"), (1, "FAIL")]
+    # Criteria are numbered from 1, as the prompt numbers them.
+    assert [(c["position"], c["verdict"]) for c in body["criteria"]] == [(1, "PASS"), (2, "FAIL")]
     verdict = JudgeVerdict.objects.get(run=run)
     assert verdict.prompt_hash == "sha256:0f3a"
     assert list(verdict.criteria.values_list("criterion", "judge_verdict", "reason")) == [

@@ -12,21 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LiveServer, log_in, start_server
-from tests.judging import CRITERIA, judge_scenario, play, subject_scenario, verdict_json
+from tests.conftest import LiveServer, log_in
+from tests.judging import CRITERIA, judge_scenario, play, start_judging_server, subject_scenario, verdict_json
 
 
 @pytest.fixture(scope="module")
 def judging_server(harness_server: LiveServer, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    server = start_server(
-        tmp_path_factory.mktemp("judging"),
-        {
-            "HARNESS_PACING": "off",
-            "HARNESS_JUDGE_BASE_URL": f"{harness_server.url}/v1",
-            "HARNESS_JUDGE_MODEL": "judge-model",
-            "HARNESS_JUDGE_API_KEY": "sk-test-judge",
-        },
-    )
+    server = start_judging_server(f"{harness_server.url}/v1", tmp_path_factory.mktemp("judging"))
     yield server
     server.process.terminate()
     server.process.wait(10)

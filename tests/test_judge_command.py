@@ -33,6 +33,7 @@ def judge_runs(server, *args: str, judge_url: str | None = None) -> subprocess.C
         "DJANGO_SETTINGS_MODULE": "harnessweb.settings",
         "HARNESS_JUDGE_BASE_URL": f"{server.url}/v1" if judge_url is None else judge_url,
         "HARNESS_JUDGE_MODEL": "judge-model",
+        "HARNESS_JUDGE_API_KEY": "sk-test-judge",  # unset, the judge is skipped
     }
     if not env.get("DATABASE_URL"):
         env.pop("DATABASE_URL", None)

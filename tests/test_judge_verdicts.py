@@ -127,7 +127,9 @@ def test_it_reads_criteria_one_per_line() -> None:
 
 def test_it_turns_an_unreachable_judge_into_a_judge_error() -> None:
     # Port 9 (discard) on localhost: nothing listens, the connection is refused at once.
-    verdict = judge_with(make_input(), JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout_s=2))
+    verdict = judge_with(
+        make_input(), JudgeConfig(base_url="http://127.0.0.1:9/v1", api_key="sk-judge", model="m", timeout_s=2)
+    )
     assert verdict.judge_error.startswith("could not reach http://127.0.0.1:9/v1/chat/completions")
     assert verdict.overall == "FAIL" and verdict.criteria == []
     assert verdict.judge_model == "m"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessweb.apikit import ErrorOut, Instant, Str200, Text, invalid, invalid_from, json_body_doc, read_json
 from harnessweb.engine.redaction import redact_json
+from runs_app.ci.call_events import call_events
 from runs_app.models import Run, RunEvent
 
 router = Router()
@@ -47,20 +48,6 @@ class CallsIn(BaseModel):
     calls: list[CallIn] = Field(max_length=MAX_CALLS)
 
 
-def _events(call: CallIn) -> list[tuple[str, dict[str, Any]]]:
-    request = {"method": "POST", "path": call.path, "headers": {}, "body": call.body, "protocol": call.protocol}
-    match = {"mode": call.answered_by, "scenario": "", "turn": call.turn, "notes": [n for n in [call.notes] if n]}
-    events = [("request", request), ("match", match)]
-    summary: dict[str, Any] = {"duration_ms": call.duration_ms, "stream": bool(call.body.get("stream"))}
-    if call.error is not None:
-        events.append(("failure_injected", {"status": call.error.get("kind"), "message": call.error.get("message")}))
-        summary.update(status=call.error.get("status"), failure=call.error.get("kind"))
-    else:
-        summary.update(call.response or {}, status=200)
-    events.append(("response", summary))
-    return events
-
-
 @router.post(
     "/runs/{run_id}/calls",
     response={201: dict[str, int], **ERRORS},
@@ -82,7 +69,7 @@ def upload_calls(request: HttpRequest, run_id: uuid.UUID) -> Any:
         seq = (run.events.aggregate(m=Max("seq"))["m"] or 0) + 1
         rows = []
         for call in calls:
-            for kind, data in _events(call):
+            for kind, data in call_events(call.model_dump()):
                 rows.append(
                     RunEvent(
                         run=run, seq=seq, timestamp=call.timestamp, kind=kind, turn=call.turn, data=redact_json(data)

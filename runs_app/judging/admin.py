@@ -34,7 +34,7 @@ class CriteriaSetAdmin(HarnessAdmin):
 class JudgeBatchAdmin(HarnessAdmin):
     list_display = ("id", "progress", "criteria_set", "started_by", "created_at", "finished_at", "page")
     readonly_fields = ("criteria", "criteria_set", "run_ids", "verdict_ids", "total", "done", "started_by")
-    readonly_fields += ("created_at", "finished_at", "page")
+    readonly_fields += ("api_token", "created_at", "started_at", "finished_at", "page")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # started from the runs pages or the Run action

@@ -25,10 +25,13 @@ from runs_app.endpoint.recorder import broadcast
 from runs_app.judging.judge import configured, judge_run
 from runs_app.judging.models import CriteriaSet, JudgeBatch
 from runs_app.judging.verdicts import criteria_lines
-from runs_app.models import JudgeVerdict, Run
+from runs_app.models import ApiToken, JudgeVerdict, Run
 from runs_app.review import rules as review
 
 log = logging.getLogger(__name__)
+
+
+LABELS = {review.ERROR: "JUDGE ERROR", review.SKIPPED: "skipped"}
 
 
 def group_name(batch_id: int) -> str:
@@ -39,11 +42,13 @@ class BatchRefused(ValueError):
     """A batch that cannot start; the message is meant for the person who asked."""
 
 
-def start(runs: Iterable[Run], criteria: str, criteria_set: CriteriaSet | None, user: Any) -> JudgeBatch:
+def start(
+    runs: Iterable[Run], criteria: str, criteria_set: CriteriaSet | None, user: Any, token: ApiToken | None = None
+) -> JudgeBatch:
     """Store a batch for ``runs`` and judge them in a background thread once the batch is committed.
 
-    The criteria are the typed ones, or the set's when none are typed. Raises BatchRefused when there is no judge,
-    no criterion or no run.
+    The criteria are the typed ones, or the set's when none are typed. ``user`` (a page) or ``token`` (the REST
+    API) is who asked. Raises BatchRefused when there is no judge, no criterion or no run.
     """
     if configured() is None:
         raise BatchRefused("No judge is configured: set HARNESS_JUDGE_BASE_URL (and HARNESS_JUDGE_MODEL).")
@@ -59,6 +64,7 @@ def start(runs: Iterable[Run], criteria: str, criteria_set: CriteriaSet | None, 
         run_ids=run_ids,
         total=len(run_ids),
         started_by=user if getattr(user, "pk", None) else None,
+        api_token=token,
     )
     loop = server_loop()
     transaction.on_commit(lambda: launch(batch.pk, loop))
@@ -90,6 +96,7 @@ def run_batch(batch_id: int, loop: asyncio.AbstractEventLoop | None = None) -> N
     done without a verdict; a judge that fails gives a judge-error verdict (``judge`` never raises)."""
     close_old_connections()
     try:
+        JudgeBatch.objects.filter(pk=batch_id).update(started_at=timezone.now())
         batch = JudgeBatch.objects.get(pk=batch_id)
         criteria = criteria_lines(batch.criteria)
         config = configured()
@@ -134,7 +141,7 @@ def progress_context(batch: JudgeBatch) -> dict[str, Any]:
             {
                 "verdict": verdict,
                 "effective": effective,
-                "label": "JUDGE ERROR" if effective == review.ERROR else effective,
+                "label": LABELS.get(effective, effective),
                 "passed": "{}/{}".format(*review.criteria_counts(verdict)),
                 "run_label": verdict.run.scenario_id or verdict.run.name or verdict.run.mode,
                 "run_url": reverse("runs:detail", args=[verdict.run_id]),
@@ -148,6 +155,7 @@ def progress_context(batch: JudgeBatch) -> dict[str, Any]:
         "verdicts": verdicts,
         "failed": sum(v["effective"] == review.FAIL for v in verdicts),
         "errors": sum(v["effective"] == review.ERROR for v in verdicts),
+        "skipped": sum(v["effective"] == review.SKIPPED for v in verdicts),
         "queue_url": reverse("admin:runs_app_judgeverdict_queue"),
     }
 

@@ -1,5 +1,6 @@
 """The judge for stored runs: ``judge(input)`` with the endpoint the settings name, ``transcript_from_run`` (seed
-001's ``fromDatabase`` for our runs) and storing the verdict where the review queue finds it.
+001's ``fromDatabase`` for one of our runs), ``transcript_from_runs`` (``fromDatabase`` by a conversation's
+identity: several runs merged in time order) and storing the verdict where the review queue finds it.
 
 Thin on purpose: the prompt and the parsing are pure (:mod:`runs_app.judging.verdicts`,
 :mod:`runs_app.judging.transcript`), the call is :mod:`runs_app.judging.client`.
@@ -8,18 +9,23 @@ Thin on purpose: the prompt and the parsing are pure (:mod:`runs_app.judging.ver
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from dataclasses import replace
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from runs_app.judging.client import JudgeConfig, judge_with
-from runs_app.judging.transcript import conversation, timeline
+from runs_app.judging.transcript import conversation, merge_conversations, timeline, uploaded_conversation
 from runs_app.judging.verdicts import JudgeInput, JudgeVerdict, TurnLog, build_prompt, diagnostic_verdict
+from runs_app.models import Artifact, Run, VerdictCriterion
 from runs_app.models import JudgeVerdict as StoredVerdict
-from runs_app.models import Run, VerdictCriterion
 
 NOT_CONFIGURED = "HARNESS_JUDGE_BASE_URL is not set: there is no judge to ask"
+IDENTITIES = ("conversation", "fingerprint", "run_id", "test")
+MAX_MERGED_RUNS = 200  # transcript_from_runs reads at most the newest this many runs
 
 
 def configured() -> JudgeConfig | None:
@@ -31,37 +37,133 @@ def configured() -> JudgeConfig | None:
         api_key=settings.HARNESS_JUDGE_API_KEY,
         model=settings.HARNESS_JUDGE_MODEL,
         timeout_s=settings.HARNESS_JUDGE_TIMEOUT_S,
+        protocol=settings.HARNESS_JUDGE_PROTOCOL,
     )
 
 
 def judge(data: JudgeInput, config: JudgeConfig | None = None) -> JudgeVerdict:
     """The judge's verdict on ``data`` (the settings' judge unless ``config`` is given). Never raises: a judge that
-    is not configured, unreachable or unreadable gives the diagnostic verdict marked as a judge error."""
+    is not configured, unreachable or unreadable gives the diagnostic verdict marked as a judge error; a key that is
+    unset or a placeholder gives the skipped verdict (nothing is sent)."""
     config = config or configured()
     if config is None:
+        prompt = build_prompt(data)
         verdict = diagnostic_verdict("", NOT_CONFIGURED)
-        return replace(verdict, prompt_hash=build_prompt(data).digest(""))
+        return replace(verdict, prompt_hash=prompt.digest(""), prompt=prompt.text())
     return judge_with(data, config)
 
 
-def transcript_from_run(run: Run, since: dt.datetime | None = None, limit: int | None = None) -> JudgeInput:
-    """What the judge reads of a run (criteria left empty): its conversation, its timeline and its trace logs.
+def _pages(artifacts: QuerySet[Artifact]) -> tuple[dict[str, str], dict[str, str]]:
+    pages: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for artifact in artifacts:
+        (pages if artifact.kind == Artifact.Kind.HTML else texts)[artifact.name] = artifact.content
+    return pages, texts
 
-    ``since`` keeps the events and trace logs recorded from then on; ``limit`` keeps the last that many events.
+
+def _last(rows: list[Any], limit: int | None) -> list[Any]:
+    if limit is None:
+        return rows
+    return rows[-limit:] if limit > 0 else []
+
+
+def transcript_from_run(run: Run, since: dt.datetime | None = None, limit: int | None = None) -> JudgeInput:
+    """What the judge reads of a run (criteria left empty): its conversation, its timeline, its artifacts and its
+    trace logs.
+
+    The conversation is the one the CI job uploaded (``RunMessage``) when there is one: it is what the application
+    itself saw, tool calls and results included; else the one the last recorded request carried, plus its answer.
+    The timeline always comes from the run's events (requests, answers, tool calls, injected failures), so a run
+    with both shows the uploaded conversation and the harness's view of it side by side. HTML artifacts are the
+    generated pages, the others are text artifacts. ``since`` keeps the events, messages, artifacts and trace logs
+    recorded from then on; ``limit`` keeps the last that many events and the last that many uploaded messages.
     """
     events = run.events.order_by("seq")
     logs = run.trace_logs.order_by("turn_number", "id")
+    messages = run.messages.order_by("position")
+    artifacts = run.artifacts.order_by("name")
     if since is not None:
         events = events.filter(timestamp__gte=since)
         logs = logs.filter(created_at__gte=since)
-    rows = list(events.values("kind", "turn", "data"))
-    if limit is not None:
-        rows = rows[-limit:] if limit > 0 else []
+        messages = messages.filter(created_at__gte=since)
+        artifacts = artifacts.filter(updated_at__gte=since)
+    rows = _last(list(events.values("kind", "turn", "data")), limit)
+    uploaded = _last(list(messages.values("role", "parts", "name")), limit)
+    pages, texts = _pages(artifacts)
     return JudgeInput(
-        messages=conversation(rows),
+        messages=uploaded_conversation(uploaded) if uploaded else conversation(rows),
         criteria=[],
+        generated_pages=pages,
+        artifacts=texts,
         turn_logs=[TurnLog(log.turn_number, log.file_path, log.content) for log in logs],
         timeline=timeline(rows),
+    )
+
+
+def runs_of(
+    *, conversation: str = "", fingerprint: str = "", run_id: str = "", test: str = "", since: dt.datetime | None = None
+) -> QuerySet[Run]:
+    """The runs of one conversation identity (exactly one given), oldest first: a conversation key, an API key's
+    fingerprint, an ``X-Harness-Run`` id or (part of) a test's name. Raises ValueError naming the problem."""
+    values = (conversation, fingerprint, run_id, test)
+    given = {name: value.strip() for name, value in zip(IDENTITIES, values, strict=True)}
+    named = [name for name, value in given.items() if value]
+    if len(named) != 1:
+        raise ValueError(f"name exactly one of {', '.join(IDENTITIES)} (got {', '.join(named) or 'none'})")
+    runs = Run.objects.all()
+    if given["run_id"]:
+        try:
+            runs = runs.filter(pk=uuid.UUID(given["run_id"]))
+        except ValueError:
+            raise ValueError(f"run_id {given['run_id']!r} is not a run id (a UUID)") from None
+    else:
+        runs = runs.filtered(conversation=given["conversation"], fingerprint=given["fingerprint"], test=given["test"])
+    if since is not None:  # a run that began earlier still counts when it went on after since
+        runs = runs.exclude(finished_at__lt=since)
+    return runs.order_by("started_at", "id")
+
+
+def transcript_from_runs(
+    *,
+    conversation: str = "",
+    fingerprint: str = "",
+    run_id: str = "",
+    test: str = "",
+    since: dt.datetime | None = None,
+    limit: int | None = None,
+) -> JudgeInput:
+    """Seed 001's ``fromDatabase(identity, {since, limit})``: every run of one conversation identity (exactly one of
+    ``conversation``, ``fingerprint``, ``run_id``, ``test``; see :func:`runs_of`) read as one transcript, in time
+    order: each run's conversation (merged, what a later request carries again said once), the runs' events as one
+    timeline (each line led by its run when there are several), their artifacts and trace logs. ``since`` and
+    ``limit`` as in :func:`transcript_from_run` (``limit``: the last that many events and messages of them all)."""
+    runs = list(runs_of(conversation=conversation, fingerprint=fingerprint, run_id=run_id, test=test, since=since))
+    runs = runs[-MAX_MERGED_RUNS:]
+    parts = [transcript_from_run(run, since=since) for run in runs]
+    events: list[tuple[tuple[Any, ...], str, dict[str, Any]]] = []
+    for run in runs:
+        rows = run.events.order_by("seq")
+        if since is not None:
+            rows = rows.filter(timestamp__gte=since)
+        lead = f"run {str(run.pk)[:8]} · " if len(runs) > 1 else ""
+        for row in rows.values("kind", "turn", "data", "timestamp", "seq"):
+            events.append(((row["timestamp"], run.started_at, str(run.pk), row["seq"]), lead, row))
+    events = _last(sorted(events, key=lambda item: item[0]), limit)
+    lines = [lead + line for _, lead, row in events for line in timeline([row])]
+    pages: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for run, part in zip(runs, parts, strict=True):
+        for target, items in ((pages, part.generated_pages), (texts, part.artifacts)):
+            for name, content in items.items():
+                target[f"{name} (run {str(run.pk)[:8]})" if name in target else name] = content
+    messages = merge_conversations(part.messages for part in parts)
+    return JudgeInput(
+        messages=_last(messages, limit),
+        criteria=[],
+        generated_pages=pages,
+        artifacts=texts,
+        turn_logs=[log for part in parts for log in part.turn_logs],
+        timeline=lines,
     )
 
 
@@ -71,17 +173,22 @@ def _storable(text: str) -> str:
 
 
 def store_verdict(run: Run, verdict: JudgeVerdict) -> StoredVerdict:
-    """The verdict as a row with its criteria. A judge error is stored with a blank overall and ``judge_error``
-    set, as the CI API stores one: the review rules show it as a judge error, never as a FAIL."""
+    """The verdict as a row with its criteria, the prompt and the tokens. A judge error is stored with a blank
+    overall and ``judge_error`` set, as the CI API stores one: the review rules show it as a judge error, never as a
+    FAIL; a skipped judge with a blank overall and ``skipped_reason`` set, shown as skipped."""
     with transaction.atomic():
         row = StoredVerdict.objects.create(
             run=run,
-            overall="" if verdict.judge_error else verdict.overall,
+            overall="" if verdict.judge_error or verdict.skipped_reason else verdict.overall,
             summary=_storable(verdict.summary),
             judge_model=_storable(verdict.judge_model)[:200],
             prompt_hash=verdict.prompt_hash,
             raw_output=_storable(verdict.raw_output),
             judge_error=_storable(verdict.judge_error),
+            prompt=_storable(verdict.prompt),
+            input_tokens=verdict.input_tokens,
+            output_tokens=verdict.output_tokens,
+            skipped_reason="" if verdict.judge_error else _storable(verdict.skipped_reason),
         )
         VerdictCriterion.objects.bulk_create(
             VerdictCriterion(
@@ -97,6 +204,6 @@ def store_verdict(run: Run, verdict: JudgeVerdict) -> StoredVerdict:
 
 
 def judge_run(run: Run, criteria: list[str], config: JudgeConfig | None = None) -> StoredVerdict:
-    """Judge one run against ``criteria`` and store the verdict (a judge error included)."""
+    """Judge one run against ``criteria`` and store the verdict (a judge error or a skipped judge included)."""
     data = replace(transcript_from_run(run), criteria=criteria)
     return store_verdict(run, judge(data, config))

@@ -25,7 +25,8 @@ class CriteriaSet(models.Model):
 
 
 class JudgeBatch(models.Model):
-    """Runs judged together in the background against the same criteria: ``done`` of ``total`` so far."""
+    """Runs judged together in the background against the same criteria: ``done`` of ``total`` so far. A judge job
+    of the REST API is a batch of one run: its state is queued, running (``started_at``) or done (``finished_at``)."""
 
     criteria = models.TextField()
     criteria_set = models.ForeignKey(CriteriaSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -34,7 +35,12 @@ class JudgeBatch(models.Model):
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     started_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # A job queued over the REST API (POST /api/runs/{id}/judge) names the token that queued it.
+    api_token = models.ForeignKey(
+        "runs_app.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # when its thread began: queued before, running after
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

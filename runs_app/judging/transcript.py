@@ -1,8 +1,11 @@
 """A run's events read as a judge reads them (the pure half of seed 001's ``fromDatabase``): the conversation the
 last request carried plus the answer it got, and the timeline in words (requests, answers, tool calls, injected
-failures, refusals, disconnects).
+failures, refusals, disconnects); a conversation a CI job uploaded (normalised by ``runs_app/ci/messages.py``) as
+messages with their tool calls and results; several runs' conversations merged without repeating what each request
+carried again.
 
-Pure: it takes events as plain dicts (``kind``, ``turn``, ``data``), so it is tested without a database.
+Pure: it takes events as plain dicts (``kind``, ``turn``, ``data``) and uploaded messages as dicts (``role``,
+``parts``, ``name``), so it is tested without a database.
 """
 
 from __future__ import annotations
@@ -110,3 +113,45 @@ def timeline(events: Iterable[Mapping[str, Any]]) -> list[str]:
             turn = event.get("turn")
             lines.append(f"turn {turn} · {line}" if turn else line)
     return lines
+
+
+def _part_text(part: Mapping[str, Any]) -> str:
+    kind = part.get("type")
+    if kind == "text":
+        return str(part.get("text", ""))
+    if kind == "tool_call":
+        return f"(calls {part.get('name', '?')}({_quote(part.get('arguments', ''))}))"
+    if kind == "tool_result":
+        failed = " failed" if part.get("is_error") else ""
+        return f"(result{failed} of call {part.get('tool_call_id', '?')}: {part.get('content', '')})"
+    if kind == "reasoning":
+        return f"(reasoning: {part.get('text', '')})"
+    if kind == "image":
+        return f"(image {part.get('source', '')})"
+    return f"({part.get('kind', kind)} part: {_quote(part.get('data', ''))})"
+
+
+def uploaded_conversation(rows: Iterable[Mapping[str, Any]]) -> list[TranscriptMessage]:
+    """A conversation as a CI job uploaded it (RunMessage rows in order) as the judge reads it: each message's text,
+    tool calls, tool results and reasoning, in the order of its parts."""
+    messages = []
+    for row in rows:
+        parts = row.get("parts") or []
+        content = "\n".join(_part_text(part) for part in parts if isinstance(part, Mapping))
+        name = f" ({row['name']})" if row.get("name") else ""
+        messages.append(TranscriptMessage(f"{row.get('role', '?')}{name}", content))
+    return messages
+
+
+def merge_conversations(conversations: Iterable[list[TranscriptMessage]]) -> list[TranscriptMessage]:
+    """Several runs' conversations in time order as one: a conversation that starts with the one before it (each
+    request carries the history again) adds only what is new."""
+    merged: list[TranscriptMessage] = []
+    previous: list[TranscriptMessage] = []
+    for messages in conversations:
+        shared = 0
+        while shared < min(len(previous), len(messages)) and previous[shared] == messages[shared]:
+            shared += 1
+        merged += messages[shared:]
+        previous = messages
+    return merged

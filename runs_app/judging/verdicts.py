@@ -1,6 +1,7 @@
 """The LLM judge's vocabulary and its two pure steps (seed 001's judge module): what the judge is given
-(``JudgeInput``: messages, generated pages, trace logs, timeline, criteria), the prompt built from it, and the
-verdict read back from its answer, raw JSON or fenced, or the diagnostic verdict when there is none.
+(``JudgeInput``: messages, generated pages and other artifacts, trace logs, timeline, criteria), the transcript and
+prompt built from it (``format_transcript``, ``build_prompt``), and the verdict read back from its answer, raw JSON
+or fenced, or the diagnostic verdict when there is none, or the skipped one when the judge was not asked.
 
 Pure: no Django, no I/O. The call lives in :mod:`runs_app.judging.client`, the storing in
 :mod:`runs_app.judging.judge`.
@@ -49,11 +50,13 @@ class TurnLog:
 @dataclass(frozen=True)
 class JudgeInput:
     """What the judge reads. ``timeline`` is the run's events in words (requests, answers, tool calls, injected
-    failures), which the seed's judge could not see."""
+    failures), which the seed's judge could not see; ``generated_pages`` the HTML artifacts by name (the seed's
+    short URL → HTML), ``artifacts`` the text ones."""
 
     messages: list[TranscriptMessage]
     criteria: list[str]
     generated_pages: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
     turn_logs: list[TurnLog] = field(default_factory=list)
     timeline: list[str] = field(default_factory=list)
 
@@ -69,15 +72,21 @@ class CriterionVerdict:
 class JudgeVerdict:
     """The seed's verdict plus what is known of the call. ``judge_error`` is set when the judge itself failed
     (nothing parseable came back, or the call failed): the verdict is then the seed's diagnostic FAIL, which is
-    never to be read as the product failing."""
+    never to be read as the product failing. ``skipped_reason`` is set when the judge was not asked at all (no key,
+    a placeholder key): no criteria, a blank overall. ``prompt`` is the prompt as sent (``Prompt.text``), the
+    tokens what the answer's usage reported (None when it said nothing)."""
 
     criteria: list[CriterionVerdict]
-    overall: Literal["PASS", "FAIL"]
+    overall: Literal["PASS", "FAIL", ""]
     summary: str
     raw_output: str = ""
     judge_error: str = ""
     judge_model: str = ""
     prompt_hash: str = ""
+    prompt: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    skipped_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,10 @@ class Prompt:
         """SHA-256 of the model and both messages: two verdicts with the same digest were asked the same thing."""
         data = json.dumps([model, self.system, self.user], ensure_ascii=False)
         return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+    def text(self) -> str:
+        """Both messages as stored with the verdict and shown to a reviewer."""
+        return f"[system]\n{self.system}\n\n[user]\n{self.user}"
 
 
 def criteria_lines(text: str) -> list[str]:
@@ -107,7 +120,9 @@ def _cut(text: str, keep_end: bool = False) -> str:
 
 
 def format_transcript(data: JudgeInput) -> str:
-    """The transcript as the judge reads it: messages with their role, the timeline, pages, trace logs."""
+    """The transcript as the judge reads it: messages with their role (an uploaded conversation's tool calls and
+    results among them), the timeline (a harness run's requests, answers, tool calls and injected failures), the
+    generated pages and other artifacts (each cut to ``MAX_ATTACHMENT_CHARS``), the trace logs (their end kept)."""
     parts = ["## Conversation"]
     parts.extend(f"[{m.role}] {m.content}" for m in data.messages)
     if not data.messages:
@@ -116,6 +131,8 @@ def format_transcript(data: JudgeInput) -> str:
         parts += ["", "## Timeline", *data.timeline]
     for url, html in data.generated_pages.items():
         parts += ["", f"## Generated page {url}", _cut(html)]
+    for name, content in data.artifacts.items():
+        parts += ["", f"## Artifact {name}", _cut(content)]
     for log in data.turn_logs:
         parts += ["", f"## Trace log, turn {log.turn_number}: {log.file_path}", _cut(log.content, keep_end=True)]
     return "\n".join(parts)
@@ -191,6 +208,11 @@ def diagnostic_verdict(raw: str, error: str) -> JudgeVerdict:
         quoted = quoted[:QUOTE_CHARS] + "…"
     summary = f"The judge failed: {error}." + (f" It answered: {quoted}" if quoted else " Nothing came back.")
     return JudgeVerdict(criteria=[], overall=FAIL, summary=summary, raw_output=raw, judge_error=error)
+
+
+def skipped_verdict(reason: str) -> JudgeVerdict:
+    """The verdict of a judge that was not asked: no criteria, a blank overall, the reason. Never a FAIL."""
+    return JudgeVerdict(criteria=[], overall="", summary=f"The judge was skipped: {reason}.", skipped_reason=reason)
 
 
 def read_answer(raw: str) -> JudgeVerdict:

@@ -38,10 +38,11 @@ from runs_app.adminkit import (
     safe_next,
 )
 from runs_app.models import JudgeVerdict, VerdictAudit
+from runs_app.pricing.costs import verdict_cost_text
 from runs_app.review import rules as review
 
-VERDICT_COLOURS = {review.PASS: GREEN, review.FAIL: RED, review.ERROR: AMBER}
-VERDICT_LABELS = {review.ERROR: "JUDGE ERROR"}
+VERDICT_COLOURS = {review.PASS: GREEN, review.FAIL: RED, review.ERROR: AMBER, review.SKIPPED: GREY}
+VERDICT_LABELS = {review.ERROR: "JUDGE ERROR", review.SKIPPED: "skipped"}
 STATE_COLOURS = {review.UNREVIEWED: GREY, review.REVIEWED: BLUE, review.OVERRIDDEN: PURPLE}
 QUEUE_EXCERPT_LINES = 30
 
@@ -51,6 +52,13 @@ def verdict_badge(value: str, title: str = "") -> SafeString:
     if not value:
         return format_html("{}", NONE)
     return badge(VERDICT_LABELS.get(value, value), VERDICT_COLOURS.get(value, GREY), title)
+
+
+def token_counts(verdict: JudgeVerdict) -> str:
+    """ "1200 in / 85 out", or a dash when the judge's answer reported no usage."""
+    if verdict.input_tokens is None and verdict.output_tokens is None:
+        return NONE
+    return "{} in / {} out".format(*("?" if n is None else n for n in (verdict.input_tokens, verdict.output_tokens)))
 
 
 def state_badge(state: str) -> SafeString:
@@ -100,10 +108,11 @@ class EffectiveFilter(admin.SimpleListFilter):
     parameter_name = "effective"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(review.PASS, "PASS"), (review.FAIL, "FAIL"), (review.ERROR, "judge error (no verdict)")]
+        choices = [(review.PASS, "PASS"), (review.FAIL, "FAIL"), (review.ERROR, "judge error (no verdict)")]
+        return [*choices, (review.SKIPPED, "skipped (judge not asked)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[JudgeVerdict]) -> QuerySet[JudgeVerdict]:
-        if self.value() in (review.PASS, review.FAIL, review.ERROR):
+        if self.value() in (review.PASS, review.FAIL, review.ERROR, review.SKIPPED):
             return queryset.effective(self.value())
         return queryset
 
@@ -129,7 +138,8 @@ class OverrideForm(forms.Form):
     reason = forms.CharField(required=False, max_length=5000)
 
 
-JUDGE_FIELDS = ("run_link", "overall", "summary", "judge_model", "prompt_hash", "judge_error", "raw", "created_at")
+JUDGE_FIELDS = ("run_link", "overall", "summary", "judge_model", "tokens", "judge_cost", "prompt_hash", "judge_error")
+JUDGE_FIELDS += ("skipped_reason", "raw", "prompt_sent", "created_at")
 REVIEW_FIELDS = ("override_overall", "override_reason", "reviewed_by", "reviewed_at")
 
 
@@ -179,6 +189,18 @@ class JudgeVerdictAdmin(HarnessAdmin):
     def run_link(self, obj: JudgeVerdict) -> SafeString:
         return admin_link(obj.run, f"{obj.run.scenario_id or obj.run.mode} {str(obj.run_id)[:8]}")
 
+    @admin.display(description="tokens (input / output)")
+    def tokens(self, obj: JudgeVerdict) -> str:
+        return token_counts(obj)
+
+    @admin.display(description="judge's cost")
+    def judge_cost(self, obj: JudgeVerdict) -> str:
+        return verdict_cost_text(obj)  # runs_app/pricing: the price table's price of judge_model
+
+    @admin.display(description="prompt sent")
+    def prompt_sent(self, obj: JudgeVerdict) -> SafeString:
+        return format_html('<pre class="hr-block">{}</pre>', obj.prompt) if obj.prompt else format_html("{}", NONE)
+
     @admin.display(description="raw judge output")
     def raw(self, obj: JudgeVerdict) -> SafeString:
         if not obj.raw_output:
@@ -223,8 +245,12 @@ class JudgeVerdictAdmin(HarnessAdmin):
                 "effective": verdict_badge(effective, verdict.judge_error),
                 "state": state_badge(review.review_state(verdict)),
                 "passed_total": "{}/{}".format(*review.criteria_counts(verdict)),
-                "judge_overall": verdict_badge(review.ERROR if review.judge_failed(verdict) else verdict.overall),
-                "judge_error": verdict.judge_error,
+                "judge_overall": verdict_badge(
+                    review.SKIPPED
+                    if review.judge_skipped(verdict)
+                    else (review.ERROR if review.judge_failed(verdict) else verdict.overall)
+                ),
+                "judge_error": verdict.judge_error or verdict.skipped_reason,
                 "override_overall": verdict_badge(verdict.override_overall),
                 "override_reason": verdict.override_reason,
                 "overall_overridden": bool(verdict.override_overall),
@@ -391,6 +417,7 @@ class JudgeVerdictAdmin(HarnessAdmin):
             "position": earlier.count() + 1,
             "effective": verdict_badge(review.effective_overall(verdict)),
             "passed_total": "{}/{}".format(*review.criteria_counts(verdict)),
+            "tokens": token_counts(verdict),
             "criteria": [
                 {
                     "position": c.position,

@@ -16,11 +16,20 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from runs_app.models import JUDGE_ERROR, JudgeVerdict, ReviewState, Verdict, VerdictAudit, VerdictCriterion
+from runs_app.models import (
+    JUDGE_ERROR,
+    JUDGE_SKIPPED,
+    JudgeVerdict,
+    ReviewState,
+    Verdict,
+    VerdictAudit,
+    VerdictCriterion,
+)
 
 PASS = Verdict.PASS
 FAIL = Verdict.FAIL
 ERROR = JUDGE_ERROR  # the judge itself failed: neither PASS nor FAIL
+SKIPPED = JUDGE_SKIPPED  # the judge was not asked (no key, a placeholder key): neither PASS, FAIL nor an error
 OVERALL = "overall"
 REVIEW = "review"  # the audit target of mark_reviewed: the verdict accepted as it stands
 CRITERION_PREFIX = "criterion:"
@@ -43,19 +52,27 @@ def effective_criterion(criterion: VerdictCriterion) -> str:
     return criterion.override_verdict or criterion.judge_verdict
 
 
+def judge_skipped(verdict: JudgeVerdict) -> bool:
+    """True when the judge was not asked (``skipped_reason`` set, no judge error)."""
+    return bool(verdict.skipped_reason) and not verdict.judge_error
+
+
 def judge_failed(verdict: JudgeVerdict) -> bool:
-    """True when the judge produced no verdict (an error, or no overall answer at all)."""
-    return bool(verdict.judge_error) or not verdict.overall
+    """True when the judge produced no verdict (an error, or no overall answer at all), skipped verdicts aside."""
+    return bool(verdict.judge_error) or (not verdict.overall and not judge_skipped(verdict))
 
 
 def effective_overall(verdict: JudgeVerdict) -> str:
-    """PASS, FAIL or ERROR: the reviewer's overall where given; else, once any criterion is overridden, PASS iff
-    every effective criterion passes; else the judge's overall, or ERROR when the judge failed (never FAIL)."""
+    """PASS, FAIL, ERROR or SKIPPED: the reviewer's overall where given; else, once any criterion is overridden,
+    PASS iff every effective criterion passes; else the judge's overall, SKIPPED when the judge was not asked, or
+    ERROR when the judge failed (neither ever FAIL)."""
     if verdict.override_overall:
         return verdict.override_overall
     criteria = list(verdict.criteria.all())  # uses a prefetch when the caller made one
     if any(c.override_verdict for c in criteria):
         return PASS if all(effective_criterion(c) == PASS for c in criteria) else FAIL
+    if judge_skipped(verdict):
+        return SKIPPED
     if judge_failed(verdict):
         return ERROR
     return verdict.overall

@@ -1,4 +1,4 @@
-"""``manage.py create_api_token NAME [--scope read|write]``: prints the token once."""
+"""``manage.py create_api_token NAME [--scope read|write|judge]``: prints the token once (judge ⊃ write ⊃ read)."""
 
 from typing import Any
 
