@@ -45,6 +45,7 @@ migrate: setup
 
 examples: migrate
 	$(BIN)/python manage.py load_scenarios scenarios_app/examples
+	$(BIN)/python manage.py load_prices --missing-only harnessweb/engine/prices.json
 
 run: examples
 	@$(BIN)/python manage.py login_link --base-url http://$(HOST):$(PORT)

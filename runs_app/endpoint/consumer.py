@@ -393,7 +393,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
         def finish() -> None:
             summary = respond.response_summary(decision, out.encoded)
-            summary.update(self._timings(), status=out.encoded.status, stream=request.stream)
+            summary.update(self._timings(), status=out.encoded.status, stream=request.stream, model=request.model)
             recorder.event(run, "response", decision.turn, summary)
             served = run.turns_served | {decision.turn}
             changes: dict[str, Any] = {"turns_served": served}
