@@ -53,6 +53,7 @@ from runs_app.ci.conversion import ConversionError, convert
 from runs_app.coverage import admin as coverage_admin  # noqa: F401  (registers providers, waivers, tier rules)
 from runs_app.judging.admin import judge_these_runs  # registers criteria sets and judge batches
 from runs_app.models import ApiToken, Cassette, Run, RunEvent, TraceLog
+from runs_app.pricing import admin as pricing_admin  # noqa: F401  (registers the price table)
 from runs_app.review.admin import VerdictInline
 
 RUN_STATUS_COLOURS = {
@@ -61,6 +62,7 @@ RUN_STATUS_COLOURS = {
     Run.Status.FAILED: RED,
     Run.Status.ERRORED: AMBER,
 }
+TRACE_OUTCOMES = {"success": ("SUCCESS", GREEN), "failed": ("FAILED", RED)}  # the footer's; blank: none
 TRACE_LOG_MAX_LINES = 5000  # beyond this the page gets slow; the download has the whole file
 
 
@@ -79,8 +81,9 @@ class RunEventInline(ReadOnlyInline):
 
 class TraceLogInline(ReadOnlyInline):
     model = TraceLog
-    fields = ("turn_number", "log_link", "log_size", "created_at")
+    fields = ("turn_number", "log_link", "outcome_badge", "log_size", "created_at")
     readonly_fields = fields
+    outcome_badge = admin.display(description="outcome")(lambda self, obj: outcome_badge(obj))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[TraceLog]:
         # The list needs only the sizes, not the contents.
@@ -192,14 +195,21 @@ def highlight(line: str, pattern: re.Pattern[str] | None) -> list[tuple[str, boo
     return segments
 
 
+def outcome_badge(log: TraceLog) -> SafeString:
+    label, tone = TRACE_OUTCOMES.get(log.outcome, ("no footer", GREY))
+    return badge(label, tone, "the trace log's footer")
+
+
 def trace_log_filename(log: TraceLog) -> str:
     return posixpath.basename(log.file_path.replace("\\", "/")) or f"trace-log-{log.pk}.log"
 
 
 @admin.register(TraceLog)
 class TraceLogAdmin(HarnessAdmin):
-    list_display = ("file_name", "run_link", "turn_number", "created_at")
+    list_display = ("file_name", "run_link", "turn_number", "outcome_badge", "created_at")
+    list_filter = ("outcome",)
     list_select_related = ("run",)
+    outcome_badge = admin.display(description="outcome", ordering="outcome")(lambda self, obj: outcome_badge(obj))
     search_fields = ("file_path", "run__id", "run__scenario_id")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[TraceLog]:
@@ -250,6 +260,7 @@ class TraceLogAdmin(HarnessAdmin):
             "original": log,
             "title": trace_log_filename(log),
             "log": log,
+            "outcome": outcome_badge(log),
             "run_link": admin_link(log.run, f"{log.run.scenario_id or log.run.mode} {log.run_id}"),
             "query": query,
             "lines": [{"number": n, "segments": highlight(line, pattern)} for n, line in shown],

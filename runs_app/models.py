@@ -21,12 +21,14 @@ class RunQuerySet(models.QuerySet["Run"]):
         since: dt.datetime | None = None,
         test: str = "",
         fingerprint: str = "",
+        conversation: str = "",
     ) -> RunQuerySet:
         """Runs matching every filter given (blank ones filter nothing): the runs list, the API and the admin.
         ``test``: part of a CI or pytest run's test name; ``fingerprint``: an API key's (never the key) that one of
         the run's requests presented, looked up in the request events' JSON by an ``EXISTS`` on the run's events."""
         runs = self
         exact: dict[str, Any] = {"scenario_id": scenario, "status": status, "protocol": protocol, "source": source}
+        exact["conversation_key"] = conversation.strip()  # a conversation's key, as the endpoint recorded it
         runs = runs.filter(**{name: value for name, value in exact.items() if value})
         if test:
             runs = runs.filter(name__icontains=test)
@@ -154,6 +156,9 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read"
         WRITE = "write"
+        # Queues the judge (POST /api/runs/{id}/judge), which calls a paid model; includes write (and read), so
+        # that one token serves a CI job: judge ⊃ write ⊃ read (harnessweb.apikit.SCOPE_RANK).
+        JUDGE = "judge"
 
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, help_text="The token's first characters, to recognise it.")
@@ -173,10 +178,15 @@ class ApiToken(models.Model):
 class TraceLog(models.Model):
     """One turn's trace log file, as the e2e harness collects it (TurnLog: turn number, file path, content)."""
 
+    class Outcome(models.TextChoices):  # the file's footer (harnessweb/engine/trace_outcome.py); blank: none
+        SUCCESS = "success"
+        FAILED = "failed"
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trace_logs")
     turn_number = models.PositiveIntegerField()
     file_path = models.CharField(max_length=1000)
     content = models.TextField()
+    outcome = models.CharField(max_length=7, choices=Outcome.choices, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -193,6 +203,8 @@ class Verdict(models.TextChoices):
 
 # The effective verdict of a judge that failed: neither PASS nor FAIL, never counted as a FAIL.
 JUDGE_ERROR = "ERROR"
+# The effective verdict of a judge that was not asked (no key, or a placeholder one): neither PASS, FAIL nor an error.
+JUDGE_SKIPPED = "SKIPPED"
 
 
 class ReviewState(models.TextChoices):
@@ -223,6 +235,8 @@ class VerdictQuerySet(models.QuerySet["JudgeVerdict"]):
         as_judged = no_overall & models.Q(has_criterion_override=False)
         if value == JUDGE_ERROR:
             return self.with_review_facts().filter(as_judged & _JUDGE_FAILED)
+        if value == JUDGE_SKIPPED:
+            return self.with_review_facts().filter(as_judged & _JUDGE_SKIPPED)
         derived_value = models.Q(has_effective_fail=(value == Verdict.FAIL))
         matches = (
             models.Q(override_overall=value)
@@ -259,7 +273,8 @@ class VerdictQuerySet(models.QuerySet["JudgeVerdict"]):
 
 
 QUEUE_ORDER = ("created_at", "id")
-_JUDGE_FAILED = ~models.Q(judge_error="") | models.Q(overall="")
+_JUDGE_SKIPPED = models.Q(judge_error="") & ~models.Q(skipped_reason="")
+_JUDGE_FAILED = ~models.Q(judge_error="") | (models.Q(overall="") & models.Q(skipped_reason=""))
 _OVERRIDDEN = ~models.Q(override_overall="") | models.Q(has_criterion_override=True)
 
 
@@ -273,6 +288,13 @@ class JudgeVerdict(models.Model):
     prompt_hash = models.CharField(max_length=128, blank=True)
     raw_output = models.TextField(blank=True)
     judge_error = models.TextField(blank=True, help_text="Set when the judge itself failed: never counted as FAIL.")
+    # The judge's call as made (runs_app/judging): the exact prompt, the tokens its answer's usage reported.
+    prompt = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    skipped_reason = models.TextField(
+        blank=True, help_text="Set when the judge was not asked (no key, a placeholder one): neither FAIL nor an error."
+    )
     override_overall = models.CharField(max_length=4, choices=Verdict.choices, blank=True)
     override_reason = models.TextField(blank=True)
     reviewed_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -408,3 +430,4 @@ from runs_app.coverage.models import (  # noqa: E402, F401
     Waiver,
 )
 from runs_app.judging.models import CriteriaSet, JudgeBatch  # noqa: E402, F401
+from runs_app.pricing.models import ModelPrice  # noqa: E402, F401

@@ -64,11 +64,15 @@ class LiveServer:
 
 
 def start_server(
-    tmp: Path, env_overrides: dict[str, str], server: str = "daphne", extra_args: Sequence[str] = ()
+    tmp: Path,
+    env_overrides: dict[str, str],
+    server: str = "daphne",
+    extra_args: Sequence[str] = (),
+    port: int | None = None,
 ) -> LiveServer:
     from django.db import connection
 
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         **database_env(connection.settings_dict),

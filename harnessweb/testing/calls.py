@@ -95,6 +95,23 @@ def call_from(request: ChatRequest, body: dict[str, Any], path: str, timestamp: 
     )
 
 
+def call_out(call: Call) -> dict[str, Any]:
+    """A call as ``POST /api/runs/{id}/calls`` takes it."""
+    body = call.body or {"model": call.model, "messages": call.messages, **call.params}
+    return {
+        "protocol": call.protocol,
+        "model": call.model,
+        "path": call.path,
+        "body": body,
+        "turn": sum(1 for m in call.messages if m["role"] == "assistant") + 1,
+        "answered_by": call.answered_by,
+        "response": call.response,
+        "error": call.error,
+        "timestamp": call.timestamp,
+        "duration_ms": call.duration_ms,
+    }
+
+
 def schema_name(schema: dict[str, Any] | None) -> str | None:
     if schema is None:
         return None

@@ -31,7 +31,9 @@ from harnessweb.engine.schemas import FINGERPRINT_PATTERN, ExpectKey, Scenario, 
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
+from harnessweb.testing import costs
 from harnessweb.testing.clients import Clients
+from harnessweb.testing.tracelogs import TraceCollector, TurnLog
 
 BASE_URL = "http://harness.invalid"  # in-process: never resolved, the transport answers it
 
@@ -83,9 +85,13 @@ class Harness(Clients):
         self._async_models: dict[str, Any] = {}
         self.blocked: list[str] = []  # real provider hosts the code under test tried to reach
         self.trace_logs: list[str] = []
+        self.traces: TraceCollector | None = None  # --harness-trace-dir's, see turn_logs
         self.artifacts: dict[str, str] = {}  # name (or URL) → HTML or text, see artifact()
+        self.verdicts: list[Any] = []  # harness.judge's, each a judging.Judged; on_judged puts it in the report
+        self.on_judged: Any = lambda judged: None
         # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
         self.server_source: Any = None
+        self.prices: Any = None  # cost's price table or file (costs.py): the plugin's --harness-prices, else shipped
 
     # -- configuring ---------------------------------------------------------------------------------------------
 
@@ -163,6 +169,11 @@ class Harness(Clients):
         """Keep a trace log for this test (seed 001's TurnLog); ``--harness-upload`` sends it with the test's run."""
         self.trace_logs.append(text)
 
+    @property
+    def turn_logs(self) -> list[TurnLog]:
+        """Seed 001's TurnLogs (and outcomes) from ``--harness-trace-dir``, one per turn (``tracelogs.py``)."""
+        return self.traces.collect() if self.traces is not None else []
+
     def artifact(self, name: str, content: str | bytes) -> None:
         """Keep an artifact of this test (seed 001's generated page: its URL or name and its HTML, or any text);
         ``--harness-upload`` sends it with the test's run, and in server mode it goes to the test's run."""
@@ -170,6 +181,16 @@ class Harness(Clients):
 
     def send_artifacts(self) -> None:
         """Send the artifacts not yet on the server (server mode, at the test's end); in-process, nothing to do."""
+
+    def judge(self, criteria: str | list[str], fail_on_fail: bool = False) -> Any:
+        """Seed 001's judge on this test's conversation (``judging.py``): its verdict goes into the test's report
+        and onto its run; only with ``fail_on_fail`` does a FAIL (or a judge error) fail the test."""
+        from harnessweb.testing import judging
+
+        return judging.judge(self, criteria, fail_on_fail=fail_on_fail)
+
+    def send_verdict(self, judged: Any) -> None:
+        """Server mode: the verdict onto the test's run; in-process, ``--harness-upload`` sends it at the end."""
 
     def env(self) -> dict[str, str]:
         """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the
@@ -206,6 +227,15 @@ class Harness(Clients):
     @property
     def last_call(self) -> history.Call | None:
         return self.calls[-1] if self.calls else None
+
+    @property
+    def cost(self) -> costs.HarnessCost:
+        """What this test's calls cost so far, from their usage (``usd``: None when a model has no price)."""
+        return costs.harness_cost(self)
+
+    def assert_cost_below(self, usd: Any) -> costs.HarnessCost:
+        """Fail unless this test's calls cost less than ``usd`` dollars; an unpriced model fails it (costs.py)."""
+        return costs.assert_cost_below(self, usd)
 
     def get_model(self, name: str) -> Any:
         """The harness-backed ``llm`` model of that name (the same one for the whole test), with its history."""
@@ -327,6 +357,8 @@ class Harness(Clients):
         return checked, (failure if checked is decision else None)
 
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
+        if self.traces is not None:  # what appeared since the last call is its trace log
+            self.traces.call_began()
         call = history.call_from(request, body, path, datetime.datetime.now(datetime.UTC).isoformat())
         self._calls.append(call)
         return call

@@ -18,11 +18,15 @@ from typing import Any
 import pytest
 
 from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
+from harnessweb.engine.pricing import PriceFileError
 from harnessweb.testing import guard
+from harnessweb.testing.costs import prices_from
 from harnessweb.testing.harness import Harness, Options
+from harnessweb.testing.judging import judged_lines
 from harnessweb.testing.remote import switch
 from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
 from harnessweb.testing.server import Server, start
+from harnessweb.testing.tracelogs import TraceCollector, finish
 from harnessweb.testing.upload import Uploader
 
 UPLOADER = pytest.StashKey[Uploader]()
@@ -33,12 +37,16 @@ _BOOL = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "scenario harness")
     group.addoption("--harness-scenarios", default=None, help="Scenario files or a folder, loaded once per session")
+    group.addoption("--harness-trace-dir", default=None, help="Where the app writes trace logs: one per turn, read")
+    group.addoption("--harness-prices", default=None, help="harness.cost's price file (JSON; default: the shipped one)")
     group.addoption("--harness-url", default=None, help="Server mode on this harness server (or env HARNESS_URL)")
     group.addoption("--harness-token", default=None, help="A write token for --harness-url (or env HARNESS_TOKEN)")
     group.addoption(
         "--harness-upload", default=None, help="At the end, each test's calls become a run on this dashboard"
     )
     parser.addini("harness_scenarios", "Scenario files or a folder, loaded once per session", default="")
+    parser.addini("harness_trace_dir", "Where the app writes trace logs: one per turn, read (tracelogs.py)", default="")
+    parser.addini("harness_prices", "harness.cost's price file (JSON; default: the shipped one)", default="")
     parser.addini("harness_strict", "Fail a test whose configured answers go unused or whose calls match nothing",
                   default="false")  # fmt: skip
     parser.addini("harness_autouse", "Give every test a harness without naming the fixture", default="false")
@@ -107,6 +115,16 @@ class Session:
         except ScenarioFileError as exc:
             raise pytest.UsageError(f"--harness-scenarios: {exc}") from None
         self.options = _options(config)
+        trace_dir = config.getoption("harness_trace_dir") or str(config.getini("harness_trace_dir")).strip()
+        self.trace_dir = base / trace_dir if trace_dir else None  # an absolute one stays as it is
+        if self.trace_dir is not None and self.trace_dir.exists() and not self.trace_dir.is_dir():
+            raise pytest.UsageError(f"--harness-trace-dir: {self.trace_dir} is not a folder")
+        prices = config.getoption("harness_prices") or str(config.getini("harness_prices")).strip()
+        self.prices = str(base / prices) if prices else None  # read once here, so that a bad file stops the session
+        try:
+            prices_from(self.prices)
+        except PriceFileError as exc:
+            raise pytest.UsageError(f"--harness-prices: {exc}") from None
         self.url = config.getoption("harness_url") or os.environ.get("HARNESS_URL") or ""
         self.token = config.getoption("harness_token") or os.environ.get("HARNESS_TOKEN") or ""
         self._tmp = tmp
@@ -141,7 +159,10 @@ def harness(
     if request.node.get_closest_marker("harness_strict") is not None:
         options = Options(**{**vars(options), "strict": True})
     instance = Harness(harness_session.scenarios, options)
+    if harness_session.trace_dir is not None:  # the files there now are never this test's
+        instance.traces = TraceCollector(harness_session.trace_dir)
     instance.server_source = lambda h: switch(h, harness_session.server())
+    instance.prices = harness_session.prices
     uploader = request.config.stash.get(UPLOADER, None)
     if uploader is not None:
         uploader.record(request.node.nodeid).harness = instance
@@ -154,8 +175,10 @@ def harness(
     monkeypatch.setenv("LLM_USER_PATH", str(user_dir))  # never the user's own keys, aliases or logs
     patch_llm(monkeypatch, instance)
     guard.route_default_clients(monkeypatch, instance)
+    instance.on_judged = lambda judged: request.node.user_properties.extend(judged.properties())
     yield instance
     instance.send_artifacts()  # server mode: those kept before the test's run existed
+    finish(instance)  # the trace logs' last collection (server mode: onto the test's run)
     problems = [f"a request to the real provider host {host} (the harness does not serve it)" for host in
                 dict.fromkeys(instance.blocked)]  # fmt: skip
     problems += instance.key_problems()  # a call whose key was not the one expected
@@ -189,6 +212,16 @@ class UploadHooks:
         else:
             line = f"harness: uploaded {uploader.uploaded} test run(s) and the session's JUnit to {uploader.url}"
             terminalreporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """``harness.judge``'s verdicts, one line per judged test (read from the reports' JUnit properties, so a test
+    judged on an xdist worker is shown too)."""
+    lines = judged_lines(report for reports in terminalreporter.stats.values() for report in reports)
+    if lines:
+        terminalreporter.section("harness judge")
+        for line, failed in lines:
+            terminalreporter.write_line(line, red=failed)
 
 
 @pytest.fixture(autouse=True)

@@ -83,6 +83,8 @@ class RemoteHarness(Harness):
         self._forgotten: set[tuple[str, str]] = set()
         self._artifacts_sent: dict[str, str] = {}
         self._scenario_pushed = ""
+        if self.traces is not None:  # the calls are served out of sight: turns by their start times
+            self.traces.timed = True
         if self.answers.answers or self.answers.errors or self._scenario or self.answers.expect_key:
             self._push()
         return self
@@ -171,6 +173,28 @@ class RemoteHarness(Harness):
             if response.status_code >= 400:
                 refusal = f"({response.status_code}): {response.text[:500]}"
                 raise HarnessError(f"the server refused the artifact {name!r} {refusal}")
+
+    def send_verdict(self, judged: Any) -> None:
+        """The verdict onto the test's run (its review queue); a test that made no call yet has no run to hold it."""
+        from harnessweb.testing.judging import verdict_out
+
+        response = self._api.post(f"/runs/{self.run_id}/verdicts", json=verdict_out(judged))
+        if response.status_code >= 400 and response.status_code != 404:
+            raise HarnessError(f"the server refused the verdict ({response.status_code}): {response.text[:500]}")
+
+    @property
+    def turn_logs(self) -> list[Any]:
+        if self.traces is None or self.traces.stopped:
+            return super().turn_logs
+        return self.traces.collect([c.timestamp for c in self.calls])  # turns by the calls' start times
+
+    def send_turn_logs(self, logs: list[Any]) -> None:
+        """At the test's end, the trace logs onto the test's run (none when it made no call: no run)."""
+        response = self._api.post(f"/runs/{self.run_id}/trace-logs", json=[log.as_upload() for log in logs])
+        status = response.status_code
+        refused = [r for r in response.json()["results"] if not r["accepted"]] if status == 207 else []
+        if refused or (status >= 400 and status != 404):
+            raise HarnessError(f"the server refused trace logs ({status}): {refused or response.text[:500]}")
 
     def reset(self) -> None:
         self._forgotten.update(self._key(c) for c in self.calls)

@@ -1,6 +1,7 @@
 """``--harness-upload URL --harness-token T``: at the end of the session, each test that had a harness becomes a run on
 that dashboard (source "pytest", named by its node id, its outcome and duration), with its calls as the run's
-events, a trace log per ``harness.trace_log(text)`` and an artifact per ``harness.artifact(name, content)``; the
+events, a trace log per ``harness.trace_log(text)`` and per turn (``--harness-trace-dir``, with its turn number and
+outcome) and an artifact per ``harness.artifact(name, content)``; the
 session's results go up as JUnit XML on a run of their own. A dashboard that is down or refuses costs a warning
 line, never a failed test session."""
 
@@ -14,8 +15,9 @@ from typing import Any
 from xml.etree import ElementTree
 
 from harnessweb.engine.redaction import redact_text
-from harnessweb.testing.calls import Call
+from harnessweb.testing.calls import call_out
 from harnessweb.testing.harness import Harness
+from harnessweb.testing.judging import verdict_out
 
 
 @dataclass
@@ -41,23 +43,6 @@ def skip_reason(report: Any) -> str:
 
 def _instant(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat()
-
-
-def call_out(call: Call) -> dict[str, Any]:
-    """A call as ``POST /api/runs/{id}/calls`` takes it."""
-    body = call.body or {"model": call.model, "messages": call.messages, **call.params}
-    return {
-        "protocol": call.protocol,
-        "model": call.model,
-        "path": call.path,
-        "body": body,
-        "turn": sum(1 for m in call.messages if m["role"] == "assistant") + 1,
-        "answered_by": call.answered_by,
-        "response": call.response,
-        "error": call.error,
-        "timestamp": call.timestamp,
-        "duration_ms": call.duration_ms,
-    }
 
 
 def junit_xml(records: list[TestRecord]) -> bytes:
@@ -160,8 +145,12 @@ class Uploader:
             {"turn_number": i, "file_path": record.nodeid[:1000], "content": redact_text(text)}  # else refused
             for i, text in enumerate(harness.trace_logs, 1)
         ]
-        if logs:
-            self._post(f"/runs/{run['id']}/trace-logs", json=logs)
+        logs += [log.as_upload() for log in harness.traces.logs] if harness.traces is not None else []  # per turn
+        if logs and (refused := [r for r in self._post(f"/runs/{run['id']}/trace-logs", json=logs)["results"]
+                                 if not r["accepted"]]):  # fmt: skip
+            self.problems.append(f"{record.nodeid}: trace logs refused: {refused}")  # the rest still goes up
+        for judged in harness.verdicts:  # harness.judge's, each a verdict of the run (in its review queue)
+            self._post(f"/runs/{run['id']}/verdicts", json=verdict_out(judged))
         artifacts = [{"name": name, "content": redact_text(content)} for name, content in harness.artifacts.items()]
         if artifacts:  # a list answers 207: one refused is named, the others kept
             results = self._post(f"/runs/{run['id']}/artifacts", json=artifacts)["results"]

@@ -63,6 +63,10 @@ from runs_app.ci.schemas import (
     VerdictOut,
     judge_failure,
 )
+from runs_app.ci.trace_logs import store_trace_log
+from runs_app.judging import judge
+from runs_app.judging.verdicts import CriterionVerdict
+from runs_app.judging.verdicts import JudgeVerdict as Verdict
 from runs_app.lifecycle import Reported, next_status
 from runs_app.models import (
     Cassette,
@@ -71,9 +75,8 @@ from runs_app.models import (
     Provider,
     Run,
     TestCaseResult,
-    TraceLog,
-    VerdictCriterion,
 )
+from runs_app.pricing.costs import RunPage
 
 router = Router()
 
@@ -96,7 +99,7 @@ class RunFilters(Schema):
 
 
 @router.get("/runs", response=list[RunOut], summary="List runs, newest first")
-@paginate(Page)
+@paginate(RunPage)  # each run's cost read for the page at once
 def list_runs(request: HttpRequest, filters: Query[RunFilters]) -> Any:
     """Runs of the fake endpoints and of CI, filtered by scenario, status, source, start time (``since``), test name
     (``test``, a part of it) and the fingerprint of an API key a request of the run presented."""
@@ -171,42 +174,21 @@ def finish_run(request: HttpRequest, run_id: uuid.UUID, finish: RunFinishIn) -> 
     openapi_extra=json_body_doc(inline_schema(TraceLogIn), many=True),
 )
 def upload_trace_logs(request: HttpRequest, run_id: uuid.UUID) -> Any:
-    """One TurnLog ``{turn_number, file_path, content}`` (or ``turnNumber``/``filePath``) answers 201; a list
+    """One TurnLog ``{turn_number, file_path, content, outcome?}`` (or ``turnNumber``/``filePath``) answers 201; a list
     answers 207 with ``{index, accepted, id | errors}`` per item."""
     run = get_object_or_404(Run, id=run_id)
 
-    def store(item: TraceLogIn) -> TraceLog:
-        return TraceLog.objects.create(
-            run=run, turn_number=item.turn_number, file_path=item.file_path, content=item.content
-        )
-
-    return store_items(request, TraceLogIn, store, lambda row: row)
+    return store_items(request, TraceLogIn, lambda item: store_trace_log(run, item), lambda row: row)
 
 
 def store_verdict(run: Run, verdict: VerdictIn) -> JudgeVerdict:
-    """Store a verdict with its criteria; a judge that failed is stored as a judge error with a blank overall."""
+    """Store a verdict as the judge stores its own (a judge that failed as a judge error with a blank overall, a
+    skipped one as skipped)."""
     verdict, error = judge_failure(verdict)
-    with transaction.atomic():
-        row = JudgeVerdict.objects.create(
-            run=run,
-            overall="" if error else verdict.overall,
-            summary=verdict.summary,
-            judge_model=verdict.judge_model,
-            prompt_hash=verdict.prompt_hash,
-            raw_output=verdict.raw_output,
-            judge_error=error,
-        )
-        VerdictCriterion.objects.bulk_create(
-            VerdictCriterion(
-                verdict=row,
-                position=position,
-                criterion=criterion.criterion,
-                judge_verdict=criterion.verdict,
-                reason=criterion.reason,
-            )
-            for position, criterion in enumerate(verdict.criteria)
-        )
-    return row
+    criteria = [CriterionVerdict(c.criterion, c.verdict, c.reason) for c in verdict.criteria]
+    fields = verdict.model_dump(exclude={"criteria", "overall", "judge_error"})
+    overall = "" if error else verdict.overall or ""
+    return judge.store_verdict(run, Verdict(criteria, overall, **fields, judge_error=error))
 
 
 @router.post(

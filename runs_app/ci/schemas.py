@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from django.urls import reverse
@@ -37,8 +38,10 @@ from harnessweb.apikit import (
     Text,
     short_text,
 )
+from harnessweb.engine.pricing import MICRO
 from harnessweb.engine.redaction import first_secret, redact_text
 from runs_app.judging.verdicts import NoVerdict, parse_verdict
+from runs_app.pricing.costs import total_for, verdict_cost
 
 # -- field types -----------------------------------------------------------------------------------------------------
 
@@ -105,6 +108,22 @@ class RunOut(Schema):
     started_at: dt.datetime
     finished_at: dt.datetime | None
     pinned: bool
+    # What its responses cost at the price table's prices (runs_app/pricing): a lower bound when some are unpriced.
+    cost_usd: Decimal | None = Field(None, description="USD, whole micro-dollars; null when no response was priced")
+    unpriced_responses: int = Field(0, description="Responses whose cost is unknown (no price, or no usage)")
+    unpriced_models: list[str] = Field(default_factory=list, description="The models the price table has no price for")
+
+    @staticmethod
+    def resolve_cost_usd(obj: Any) -> Decimal | None:
+        return total_for(obj).api_usd
+
+    @staticmethod
+    def resolve_unpriced_responses(obj: Any) -> int:
+        return total_for(obj).unpriced
+
+    @staticmethod
+    def resolve_unpriced_models(obj: Any) -> list[str]:
+        return sorted(total_for(obj).unpriced_models)
 
 
 class RunEventOut(Schema):
@@ -122,6 +141,10 @@ class RunDetailOut(RunOut):
 # -- trace logs and verdicts -----------------------------------------------------------------------------------------
 # Plain pydantic models, not ninja Schemas: the views validate these from parsed JSON themselves, and a Schema would
 # also accept any object (reading attributes), turning a stray string in a batch into an all-defaults item.
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
 
 
 class TraceLogIn(BaseModel):
@@ -149,6 +172,9 @@ class TraceLogIn(BaseModel):
             raise ValueError(f"{where}, line {line}, holds {kind}: redact it before uploading the log")
         return content
 
+    # The turn's outcome: "success", "failed" or "" (none); not given, the file's footer says (trace_outcome.py).
+    outcome: Annotated[Literal["success", "failed", ""], BeforeValidator(_lower)] | None = None
+
 
 class TraceLogOut(Schema):
     id: int
@@ -156,6 +182,7 @@ class TraceLogOut(Schema):
     turn_number: int
     file_path: str
     size: int = Field(description="Bytes of content, in UTF-8")
+    outcome: str = Field(description="success, failed, or blank: the turn's outcome (the footer's unless given)")
     created_at: dt.datetime
 
     @staticmethod
@@ -190,6 +217,11 @@ class VerdictIn(BaseModel):
     prompt_hash: Str128 = Field("", validation_alias=_camel("prompt_hash"))
     raw_output: Text = Field("", validation_alias=_camel("raw_output"))
     judge_error: Text = Field("", validation_alias=_camel("judge_error"))
+    # A judge that was not asked (no key, a placeholder key): stored as skipped, never a FAIL or a judge error.
+    skipped_reason: Text = Field("", validation_alias=_camel("skipped_reason"))
+    prompt: Text = ""  # the prompt as sent
+    input_tokens: SmallCount | None = Field(None, validation_alias=_camel("input_tokens"))
+    output_tokens: SmallCount | None = Field(None, validation_alias=_camel("output_tokens"))
 
 
 class CriterionOut(Schema):
@@ -213,6 +245,14 @@ class VerdictOut(Schema):
     judge_error: str
     criteria: list[CriterionOut]
     created_at: dt.datetime
+    judge_cost_usd: Decimal | None = Field(
+        None, description="The judge's own call at the price table's price of judge_model; null when unknown"
+    )
+
+    @staticmethod
+    def resolve_judge_cost_usd(obj: Any) -> Decimal | None:
+        cost = verdict_cost(obj)
+        return None if cost is None or cost.usd is None else cost.usd.quantize(MICRO)
 
 
 def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
@@ -224,6 +264,8 @@ def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
     """
     if verdict.judge_error.strip():
         return verdict, verdict.judge_error.strip()
+    if verdict.skipped_reason.strip():
+        return verdict, ""
     if verdict.overall is None and not verdict.criteria and verdict.raw_output.strip():
         try:  # read as the judge itself reads its answer (runs_app.judging.verdicts)
             criteria, overall, summary = parse_verdict(verdict.raw_output)

@@ -25,6 +25,7 @@ from runs_app.live.presenters import (
     waterfall_context,
 )
 from runs_app.models import Run, RunEvent
+from runs_app.pricing.costs import price_table, run_costs
 
 
 def render_run_rows(run_ids: Iterable[str], query_string: str) -> str:
@@ -44,9 +45,12 @@ def render_run_rows(run_ids: Iterable[str], query_string: str) -> str:
     new = [r for r in runs if first_page and r.id in matching and (since is None or r.started_at >= since)]
     changed = [r for r in runs if r not in new]
     parts = []
+    costs = run_costs(r.id for r in runs)
     if new:
-        parts.append(render_to_string("runs_app/runs_new_rows.html", {"rows": [run_row(r) for r in new]}))
-    parts.extend(render_to_string("runs_app/run_row.html", {"row": run_row(r), "oob": True}) for r in changed)
+        parts.append(render_to_string("runs_app/runs_new_rows.html", {"rows": [run_row(r, costs[r.id]) for r in new]}))
+    parts.extend(
+        render_to_string("runs_app/run_row.html", {"row": run_row(r, costs[r.id]), "oob": True}) for r in changed
+    )
     return "".join(parts)
 
 
@@ -76,6 +80,7 @@ def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[in
         return ""
     by_turn = events_by_turn(events)
     busy = set(streaming)
+    prices = price_table()
     parts = [
         render_to_string(
             "runs_app/run_header.html", {"header": header_context(run_id, run, events, stored), "oob": True}
@@ -86,7 +91,7 @@ def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[in
         context = {"waterfall": waterfall_context(run_id, run, events), "oob": True}
         parts.append(render_to_string("runs_app/run_waterfall.html", context))
     for number in sorted(turns):
-        turn = turn_context(run, number, by_turn.get(number, []), stored)
+        turn = turn_context(run, number, by_turn.get(number, []), stored, prices)
         templates = TURN_PARTS
         if turn["blocks"] and number not in busy:
             templates = (*TURN_PARTS, "runs_app/run_turn_stream.html")

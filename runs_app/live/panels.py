@@ -4,6 +4,7 @@ the stream viewer's blocks and the scenario's expectations beside what came."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from types import ModuleType
@@ -11,15 +12,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessweb.engine import routes, wire
+from harnessweb.engine import respond, routes, wire
 from harnessweb.engine.expectations import expectations
+from harnessweb.engine.pricing import Cost, describe_cost
 from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.engine.schemas import ScenarioTurn
 from harnessweb.engine.wire.common import WireError
 from harnessweb.text import plural, pretty_json
 from runs_app.live.resilience import describe, format_ms
 from runs_app.live.worddiff import closest_passage, sides, word_diff
-from runs_app.models import Run, RunEvent
+from runs_app.models import KeptAnswer, Run, RunEvent
 from scenarios_app.models import Scenario
 
 EVENT_LOOK = {
@@ -318,9 +320,11 @@ def stream_blocks(data: dict[str, Any]) -> list[dict[str, str]]:
     return blocks
 
 
-def response_panel(event: RunEvent) -> dict[str, Any]:
-    """A turn's latest answer: status, timings, finish reason, usage, tool calls and the recorded summary."""
+def response_panel(event: RunEvent, costs: Mapping[int, Cost] | None = None) -> dict[str, Any]:
+    """A turn's latest answer: status, timings, finish reason, usage, its cost (from ``costs``, by seq), tool calls
+    and the recorded summary."""
     data = event.data or {}
+    cost = (costs or {}).get(event.seq)
     if event.kind == "rejected":
         return {"seq": event.seq, "rejected": True, "status": data.get("status"), "message": data.get("message", "")}
     calls = [
@@ -341,6 +345,8 @@ def response_panel(event: RunEvent) -> dict[str, Any]:
         "ttfb": format_ms(data.get("ttfb_ms")),
         "duration": format_ms(data.get("duration_ms")),
         "usage": [{"name": k, "value": v} for k, v in usage.items()],
+        "cost": describe_cost(cost) if cost else "",
+        "cost_known": bool(cost and cost.usd is not None),
         "tool_calls": calls,
         "json": pretty_json(data),
     }
@@ -350,10 +356,14 @@ def expectation_rows(scenario: ScenarioSchema, step: ScenarioTurn | None, reques
     """What the scenario expects of this turn's request beside what the request carried, one row per expectation
     (the engine's own checks, so the page and the run's verdict never disagree)."""
     data = request.data or {}
+    played = _wire_for(data.get("path", ""))
     try:
-        sent = _wire_for(data.get("path", "")).parse_request(data.get("body"))
+        sent = played.parse_request(data.get("body"))
     except WireError as exc:
         return [{"what": "Request", "expected": "a valid request", "actual": exc.message, "ok": False}]
+    if sent.continues:  # the conversation the engine read: the kept one it continues, then the request's own
+        kept = KeptAnswer.objects.filter(id=sent.continues, protocol=played.PROTOCOL).values_list("conversation")
+        sent = respond.continued(played, sent, kept[0][0]) if kept else sent
     key = data.get("key") if isinstance(data.get("key"), dict) else {}
     sent = replace(sent, key_place=str(key.get("place", "")), key_fingerprint=str(key.get("fingerprint", "")))
     rows = [vars(row) for row in expectations(scenario, step, sent)]

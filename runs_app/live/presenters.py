@@ -15,12 +15,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from harnessweb.engine import wire
+from harnessweb.engine.pricing import PriceTable, Total
 from runs_app.ci.cassette_page import short_timeline
 from runs_app.ci.run_streams import run_summaries
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
 from runs_app.live.waterfall import build as build_waterfall
 from runs_app.models import Run, RunEvent
+from runs_app.pricing.costs import cost_cell, response_costs, run_cost_context, run_costs
 from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25
@@ -65,10 +67,12 @@ def _duration(run: Run | None) -> str:
     return "in progress" if run.status == Run.Status.RUNNING else "—"
 
 
-def run_row(run: Run) -> dict[str, Any]:
-    """What one row of the runs list shows: a CI or pytest run's test name and outcome in a column of their own."""
+def run_row(run: Run, cost: Total | None = None) -> dict[str, Any]:
+    """What one row of the runs list shows: a CI or pytest run's test name and outcome in a column of their own;
+    ``cost``, the run's total (``runs_app.pricing.costs.run_costs``, read for all the rows at once)."""
     turns = run.turns_served or []
     return {
+        "cost": cost_cell(cost),
         "run": run,
         "label": run.scenario_id or ("—" if run.mode == "ci" else run.mode),  # lorem, instruction; CI: no scenario
         "is_scenario": bool(run.scenario_id),
@@ -82,13 +86,14 @@ def run_row(run: Run) -> dict[str, Any]:
 def runs_table_context(filters: dict[str, str], page_number: str | None) -> dict[str, Any]:
     """Context of ``runs_app/runs_table.html``: the page of rows, the pager links and the live socket's URL."""
     page = Paginator(filter_runs(filters), RUNS_PER_PAGE).get_page(page_number)
+    costs = run_costs(run.id for run in page.object_list)
     # The socket knows the filters and the page so that live rows respect them; ``since`` tells it which runs are
     # new to this page (the ones started after it was rendered).
     socket_query = _query(filters, page=page.number, since=timezone.now().isoformat())
     return {
         "filters": filters,
         "page": page,
-        "rows": [run_row(run) for run in page.object_list],
+        "rows": [run_row(run, costs[run.id]) for run in page.object_list],
         "previous_query": _query(filters, page=page.previous_page_number()) if page.has_previous() else "",
         "next_query": _query(filters, page=page.next_page_number()) if page.has_next() else "",
         "socket_url": f"/ws/runs/?{socket_query}",
@@ -109,8 +114,11 @@ def _turn_state(events: list[RunEvent]) -> tuple[str, str]:
     return "passed", "answered"
 
 
-def turn_context(run: Run | None, number: int, events: list[RunEvent], stored: Scenario | None) -> dict[str, Any]:
-    """Everything the partials of one turn card need (``run_turn_*.html``)."""
+def turn_context(
+    run: Run | None, number: int, events: list[RunEvent], stored: Scenario | None, prices: PriceTable | None = None
+) -> dict[str, Any]:
+    """Everything the partials of one turn card need (``run_turn_*.html``); ``prices``: the price table, read once
+    per page (read here when not given)."""
     start = run.started_at if run else None
     requests = [e for e in events if e.kind == "request"]
     answers = [e for e in events if e.kind in ("response", "rejected")]
@@ -129,7 +137,7 @@ def turn_context(run: Run | None, number: int, events: list[RunEvent], stored: S
         "attempts": len(requests),
         "events": [event_row(e, start) for e in events],
         "request": request_panel(last_request) if last_request else None,
-        "response": response_panel(last_answer) if last_answer else None,
+        "response": response_panel(last_answer, response_costs(events, prices)) if last_answer else None,
         "blocks": stream_blocks(last_answer.data) if finished else [],
         "expectations": expectations_panel(run, number, last_request, stored) if run else None,
     }
@@ -171,6 +179,7 @@ def header_context(
         "duration": _duration(run),
         "turns": f"{served} of {scripted}" if scripted else str(served),
         "events": len(events),
+        "cost": run_cost_context(run, events),
     }
 
 

@@ -1,6 +1,6 @@
 """What a CI job uploaded beside its run, on the run page: the conversation as turns (roles, tool calls with their
-arguments, tool results), the artifacts (text shown escaped, HTML only in a sandboxed frame), and the isolated
-response that frame loads an artifact's content from."""
+arguments, tool results), each turn's trace log with its outcome, the artifacts (text shown escaped, HTML only in a
+sandboxed frame), and the isolated response that frame loads an artifact's content from."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 
 from harnessweb.text import pretty_json
-from runs_app.models import Artifact, Run, RunMessage
+from runs_app.models import Artifact, Run, RunMessage, TraceLog
 
 # What an artifact's content is served with: nothing of it runs, nothing loads from anywhere, and the CSP's own
 # ``sandbox`` puts it in an opaque origin even when opened on its own, so it never reads the dashboard's cookies.
@@ -100,6 +100,26 @@ def artifacts_context(run: Run | None) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def trace_logs_context(run: Run | None) -> list[dict[str, Any]]:
+    """Context of ``runs_app/run_trace_logs.html``: each turn's trace log with its outcome (a failed one opened),
+    its beginning shown escaped; the admin's viewer has the whole of a long one."""
+    if run is None:
+        return []
+    return [
+        {
+            "id": log.pk,
+            "turn": log.turn_number,
+            "file_path": log.file_path,
+            "outcome": log.outcome or "none",
+            "label": {"success": "SUCCESS", "failed": "FAILED"}.get(log.outcome, "no footer"),
+            "preview": log.content[:PREVIEW_CHARS],
+            "cut": len(log.content) > PREVIEW_CHARS,
+            "admin_url": reverse("admin:runs_app_tracelog_change", args=[log.pk]),
+        }
+        for log in TraceLog.objects.filter(run=run).order_by("turn_number", "id")
+    ]
 
 
 def artifact_response(artifact: Artifact) -> HttpResponse:

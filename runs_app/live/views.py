@@ -30,8 +30,9 @@ from runs_app.live.presenters import (
     turn_context,
     waterfall_context,
 )
-from runs_app.live.uploads import artifact_response, artifacts_context, conversation_context
+from runs_app.live.uploads import artifact_response, artifacts_context, conversation_context, trace_logs_context
 from runs_app.models import Artifact, Run
+from runs_app.pricing.costs import price_table
 from scenarios_app.models import Scenario
 
 
@@ -63,14 +64,16 @@ def run_detail(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     run, events, stored = load_run(run_id)
     if run is None and not request.GET.get("live"):
         raise Http404("No such run (add ?live=1 to wait for it)")
+    prices = price_table()  # once for every turn's answer
     context = {
         "header": header_context(run_id, run, events, stored),
         "resilience": resilience_context(run, events),
         "waterfall": waterfall_context(run_id, run, events),
-        "turns": [turn_context(run, n, evs, stored) for n, evs in events_by_turn(events).items()],
+        "turns": [turn_context(run, n, evs, stored, prices) for n, evs in events_by_turn(events).items()],
         "streams": streams_context(run),
         "conversation": conversation_context(run),
         "artifacts": artifacts_context(run),
+        "trace_logs": trace_logs_context(run),
         "compare": compare_choices(run) if run else None,
         # The socket sends what was recorded after this page was read, then everything live.
         "socket_url": f"/ws/runs/{run_id}/?after={events[-1].seq if events else 0}",

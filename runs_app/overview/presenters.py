@@ -20,6 +20,7 @@ from runs_app.coverage.report import FAILING, MISSING, coverage_report
 from runs_app.live.resilience import format_ms
 from runs_app.models import JudgeVerdict, Run, RunEvent
 from runs_app.overview import figures
+from runs_app.pricing.costs import period_cost
 
 # The events the resilience analysis reads besides the injected failures themselves.
 RETRY_KINDS = ("request", "response", "client_disconnected")
@@ -151,6 +152,7 @@ def overview_context(period_key: str | None, *, staff: bool, base_url: str) -> d
         "chart": _chart(runs, period, now),
         "statuses": figures.STATUSES,
         "drops": _drops(start, period),
+        "cost": period_cost(start),
         "slowest": slowest,
         "retried": retried,
         "review_count": queue.count(),
