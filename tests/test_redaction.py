@@ -208,6 +208,10 @@ def test_it_refuses_a_cassette_naming_each_place_a_secret_is_left() -> None:
         {"google": "AIza" + "a" * 35},
         ["sk-proj-abcdefghijklmnopqrstuv", {"deep": {"deeper": "ASIAABCDEFGHIJKLMNOP"}}],
         {"equation": "a=b", "bearer": "the word bearer alone"},
+        {"API_KEY": "k", "Authorization": "Token abc"},
+        {"api_\u212aey": "k"},  # a Kelvin sign, lowercased to k by the walk as by the look
+        {"text": "BEARER abcdef1234567890xyz"},
+        {"url": "https://h/v1?KEY=abc"},
     ],
 )
 def test_the_quick_look_redacts_exactly_what_the_walk_does(value: Any) -> None:

@@ -182,23 +182,43 @@ def redact_json(value: Any) -> Any:
 # What any secret :func:`redact_json` would replace shows in a value's JSON text (orjson's: no spaces, control
 # characters escaped): a key shape's start, a bearer scheme or secret parameter not followed by a marker, a member
 # named like a secret whose value is not one. Looser than the patterns, never stricter: a match only means "walk".
-_MEMBERS = "|".join(re.escape(name) for name in sorted(SECRET_MEMBERS))
-_SUSPECT = re.compile(
-    r"sk-|AIza|AKIA|ASIA"
-    r"|(?i:bearer)(?:\s|\\[a-z]|\\u[0-9a-fA-F]{4})+(?!\[REDACTED)"
-    r"|[?&](?i:" + "|".join(re.escape(name) for name in sorted(SECRET_QUERY)) + r")=(?!\[REDACTED|%5BREDACTED)"
-    r"|\"(?i:" + _MEMBERS + r")\":\"(?!\"|(?:[A-Za-z][A-Za-z0-9-]* )?\[REDACTED)"
+# One pattern per way, each searched only when a substring check (C speed) finds what it needs: one alternation of
+# them all, which Python tries at every quote of the JSON, cost most of recording's own time.
+_KEY_LITERALS = ("sk-", "AIza", "AKIA", "ASIA")
+_BEARER = re.compile(r"(?i:bearer)(?:\s|\\[a-z]|\\u[0-9a-fA-F]{4})+(?!\[REDACTED)")
+_QUERY = re.compile(
+    r"[?&](?i:" + "|".join(re.escape(name) for name in sorted(SECRET_QUERY)) + r")=(?!\[REDACTED|%5BREDACTED)"
 )
+_MEMBER_KEYS = tuple(f'"{name}":"' for name in sorted(SECRET_MEMBERS))  # as orjson writes a member, lowercased
+_MEMBER = re.compile(
+    r"\"(?i:"
+    + "|".join(re.escape(name) for name in sorted(SECRET_MEMBERS))
+    + r")\":\"(?!\"|(?:[A-Za-z][A-Za-z0-9-]* )?\[REDACTED)"
+)
+
+
+def _suspect(text: str) -> bool:
+    """Whether a value's JSON text may hold a secret the walk would redact: a key's shape, a bearer token, a secret
+    query parameter, a member named like a secret (none of them already redacted)."""
+    if any(literal in text for literal in _KEY_LITERALS):
+        return True
+    if "=" in text and _QUERY.search(text):
+        return True
+    lower = text.lower()  # the walk reads members' names lowercased too
+    if "bearer" in lower and _BEARER.search(text):
+        return True
+    return any(key in lower for key in _MEMBER_KEYS) and _MEMBER.search(text) is not None
 
 
 def redact_data(value: Any) -> Any:
     """:func:`redact_json` after one look at the value's JSON text: the value itself when nothing in it can be a
-    secret (most of a run's events), so that recording pays a serialisation and a scan rather than a walk."""
+    secret (most of a run's events), so that recording pays a serialisation and a few substring checks rather than a
+    walk."""
     try:
         text = orjson.dumps(value).decode()
     except (orjson.JSONEncodeError, TypeError):
         return redact_json(value)
-    return redact_json(value) if _SUSPECT.search(text) else value
+    return redact_json(value) if _suspect(text) else value
 
 
 # -- finding what an upload must not hold ----------------------------------------------------------------------------
