@@ -45,13 +45,16 @@ class Judged:
             return "judge error"
         return self.verdict.overall
 
+    @property
+    def reason(self) -> str:
+        """Why there is no verdict (the skipped judge's reason, the judge's error); "" when there is one."""
+        return self.verdict.skipped_reason or self.verdict.judge_error
+
     def line(self) -> str:
         """The terminal summary's line."""
         verdict = self.verdict
-        if self.state == "skipped":
-            return f"skipped: {verdict.skipped_reason}"
-        if self.state == "judge error":
-            return f"judge error: {verdict.judge_error}"
+        if self.reason:
+            return f"{self.state}: {self.reason}"
         passed = sum(c.verdict != FAIL for c in verdict.criteria)
         failing = "".join(f"\n    FAIL {c.criterion}: {c.reason}" for c in verdict.criteria if c.verdict == FAIL)
         return f"{verdict.overall} ({passed} of {len(verdict.criteria)} criteria): {verdict.summary}{failing}"
@@ -60,8 +63,8 @@ class Judged:
         """JUnit properties: the overall verdict (or why there is none), the summary, one per criterion."""
         verdict = self.verdict
         rows = [("judge", self.state), ("judge_model", verdict.judge_model)]
-        if self.state in ("skipped", "judge error"):
-            return [*rows, ("judge_reason", self.line().split(": ", 1)[1])]
+        if self.reason:
+            return [*rows, ("judge_reason", self.reason)]
         rows.append(("judge_summary", verdict.summary))
         rows += [(f"judge_criterion_{n}", f"{c.verdict}: {c.criterion} ({c.reason})")
                  for n, c in enumerate(verdict.criteria, 1)]  # fmt: skip

@@ -78,16 +78,25 @@ def transcript_from_run(run: Run, since: dt.datetime | None = None, limit: int |
     generated pages, the others are text artifacts. ``since`` keeps the events, messages, artifacts and trace logs
     recorded from then on; ``limit`` keeps the last that many events and the last that many uploaded messages.
     """
+    return _transcript(run, _last(_event_rows(run, since), limit), since, limit)
+
+
+def _event_rows(run: Run, since: dt.datetime | None) -> list[dict[str, Any]]:
+    """The run's events in order (kind, turn, data, and their timestamp and seq), recorded from ``since`` on."""
     events = run.events.order_by("seq")
+    if since is not None:
+        events = events.filter(timestamp__gte=since)
+    return list(events.values("kind", "turn", "data", "timestamp", "seq"))
+
+
+def _transcript(run: Run, rows: list[dict[str, Any]], since: dt.datetime | None, limit: int | None) -> JudgeInput:
     logs = run.trace_logs.order_by("turn_number", "id")
     messages = run.messages.order_by("position")
     artifacts = run.artifacts.order_by("name")
     if since is not None:
-        events = events.filter(timestamp__gte=since)
         logs = logs.filter(created_at__gte=since)
         messages = messages.filter(created_at__gte=since)
         artifacts = artifacts.filter(updated_at__gte=since)
-    rows = _last(list(events.values("kind", "turn", "data")), limit)
     uploaded = _last(list(messages.values("role", "parts", "name")), limit)
     pages, texts = _pages(artifacts)
     return JudgeInput(
@@ -139,14 +148,12 @@ def transcript_from_runs(
     ``limit`` as in :func:`transcript_from_run` (``limit``: the last that many events and messages of them all)."""
     runs = list(runs_of(conversation=conversation, fingerprint=fingerprint, run_id=run_id, test=test, since=since))
     runs = runs[-MAX_MERGED_RUNS:]
-    parts = [transcript_from_run(run, since=since) for run in runs]
+    rows_of = [_event_rows(run, since) for run in runs]  # each run's events read once
+    parts = [_transcript(run, rows, since, None) for run, rows in zip(runs, rows_of, strict=True)]
     events: list[tuple[tuple[Any, ...], str, dict[str, Any]]] = []
-    for run in runs:
-        rows = run.events.order_by("seq")
-        if since is not None:
-            rows = rows.filter(timestamp__gte=since)
+    for run, rows in zip(runs, rows_of, strict=True):
         lead = f"run {str(run.pk)[:8]} · " if len(runs) > 1 else ""
-        for row in rows.values("kind", "turn", "data", "timestamp", "seq"):
+        for row in rows:
             events.append(((row["timestamp"], run.started_at, str(run.pk), row["seq"]), lead, row))
     events = _last(sorted(events, key=lambda item: item[0]), limit)
     lines = [lead + line for _, lead, row in events for line in timeline([row])]
