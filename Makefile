@@ -11,7 +11,8 @@ REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 
 .PHONY: setup browser clients migrate examples run serve-fast serve-cluster test lint format screenshots bench clean
 
-$(BIN)/.installed: pyproject.toml
+# The editable install carries the activation .pth (build_backend/harness_backend.py): reinstalled when either changes.
+$(BIN)/.installed: pyproject.toml build_backend/harness_backend.py harnessweb-activate.pth
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,fast]"
@@ -23,17 +24,20 @@ setup: $(BIN)/.installed
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-# instructor pins a jiter the project's openai cannot use: tests/test_clients_instructor.py runs it from a virtualenv
-# of its own, with the SDK versions it resolves to (tests/clients/instructor/requirements.txt).
-INSTRUCTOR := $(VENV)/instructor
-$(INSTRUCTOR)/.installed: tests/clients/instructor/requirements.txt
-	test -x $(INSTRUCTOR)/bin/python || $(PYTHON) -m venv $(INSTRUCTOR)
-	$(INSTRUCTOR)/bin/python -m pip install --quiet -r tests/clients/instructor/requirements.txt
+# Client libraries that cannot live beside the project's pinned SDKs each get a virtualenv of their own,
+# .venv/<name>, with the SDK versions they resolve to (tests/clients/<name>/requirements.txt); their tests run
+# tests/clients/<name>/check.py there. instructor pins a jiter the project's openai cannot use
+# (tests/test_clients_instructor.py); mirascope wants openai<3 and anthropic<1, magentic an anthropic before 1.0
+# (tests/test_clients_structured.py).
+SIDE_CLIENTS := instructor mirascope magentic
+$(VENV)/%/.installed: tests/clients/%/requirements.txt
+	test -x $(VENV)/$*/bin/python || $(PYTHON) -m venv $(VENV)/$*
+	$(VENV)/$*/bin/python -m pip install --quiet -r $<
 	touch $@
 
 # The node clients tests/test_clients_node.py runs (tests/clients/package-lock.json), when node is on the machine;
-# and instructor's virtualenv.
-clients: $(INSTRUCTOR)/.installed
+# and the side clients' virtualenvs.
+clients: $(SIDE_CLIENTS:%=$(VENV)/%/.installed)
 	@if ! command -v node >/dev/null 2>&1; then \
 		echo "node is not installed: the node client tests (tests/test_clients_node.py) are not collected"; \
 	elif [ ! tests/clients/node_modules/.package-lock.json -nt tests/clients/package-lock.json ]; then \
@@ -90,4 +94,4 @@ bench: examples
 	$(BIN)/python tests/benchmarks/load.py
 
 clean:
-	rm -rf $(VENV) $(INSTRUCTOR) .pytest_cache .ruff_cache .test-db-* tests/clients/node_modules
+	rm -rf $(VENV) .pytest_cache .ruff_cache .test-db-* tests/clients/node_modules

@@ -10,15 +10,17 @@ import subprocess
 from pathlib import Path
 
 from runs_app.models import RunEvent
+from tests.conftest import make_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "instructor" / "bin" / "python"
 SCRIPT = ROOT / "tests" / "clients" / "instructor" / "check.py"
+STRUCTURED = ROOT / "tests" / "clients" / "instructor" / "structured.py"
 
 
-def run_check(url: str) -> list[dict]:
+def run_check(url: str, *args: str, script: Path = SCRIPT) -> list[dict]:
     assert PYTHON.exists(), "instructor's virtualenv is missing: run `make clients`"
-    done = subprocess.run([str(PYTHON), str(SCRIPT), url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([str(PYTHON), str(script), url, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -34,3 +36,10 @@ def test_it_answers_instructors_default_modes_with_valid_models(harness_server, 
     assert any(b.get("tool_choice", {}).get("function", {}).get("name") == "Weather" for b in bodies)
     assert any(b.get("response_format", {}).get("type") == "json_schema" for b in bodies)
     assert any(b.get("tool_choice", {}).get("name") == "Weather" for b in bodies)  # Anthropic's forced tool
+
+
+def test_a_structured_scenario_turn_answers_instructors_tool_modes(harness_server, transactional_db) -> None:
+    alice = {"name": "Alice", "age": 30, "languages": ["en", "nb"]}
+    make_scenario("instructor-person", [{"turn": 1, "response": {"kind": "structured", "data": alice}}])
+    lines = run_check(harness_server.url, "instructor-person", script=STRUCTURED)
+    assert lines == [{"mode": "tool_call", "person": alice}, {"mode": "anthropic_tools", "person": alice}]

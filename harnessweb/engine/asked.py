@@ -1,5 +1,5 @@
 """What a request asks for beyond the neutral request, read from its body as sent, whatever its protocol: the JSON
-Schema of a structured output, the token limit, the tool it forces, and every other parameter.
+Schema of a structured output, the token limit, the tools it requires a call to, and every other parameter.
 
 Pure: no Django, no I/O.
 """
@@ -28,6 +28,17 @@ def _dig(body: dict[str, Any], *path: str) -> Any:
     return value
 
 
+def _bedrock_schema(body: dict[str, Any]) -> Any:
+    """Bedrock Converse's ``outputConfig.textFormat``: its JSON Schema arrives as a string of JSON."""
+    text = _dig(body, "outputConfig", "textFormat", "structure", "jsonSchema", "schema")
+    if not isinstance(text, str):
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON Schema a request asks its answer to follow (structured outputs), or None."""
     candidates = (
@@ -37,13 +48,18 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any] | None:
         _dig(body, "output_format", "schema"),
         _dig(body, "generationConfig", "responseSchema"),  # Gemini
         _dig(body, "generationConfig", "responseJsonSchema"),
+        _bedrock_schema(body),
     )
     schema = next((c for c in candidates if isinstance(c, dict)), None)
     if schema is None and _dig(body, "response_format", "type") == "json_object":
         cohere = _dig(body, "response_format", "json_schema")  # Cohere's: the schema itself
         return cohere if isinstance(cohere, dict) else {"type": "object"}
     if schema is not None and "title" not in schema:
-        name = _dig(body, "response_format", "json_schema", "name") or _dig(body, "text", "format", "name")
+        name = (
+            _dig(body, "response_format", "json_schema", "name")
+            or _dig(body, "text", "format", "name")
+            or _dig(body, "outputConfig", "textFormat", "structure", "jsonSchema", "name")
+        )
         if name:
             schema = {"title": name, **schema}
     return schema
@@ -102,25 +118,42 @@ def logprobs_of(body: dict[str, Any]) -> int | None:
     return _count(value) if not isinstance(value, bool) else None
 
 
-def forced_tool(body: dict[str, Any], tools: list[str]) -> str | None:
-    """The tool a request forces (a named function or tool, or any tool when there is one), or None."""
+def _names(items: Any) -> list[str]:
+    """The tool names of an ``allowed_tools`` list (Chat Completions' ``{"function": {"name"}}``, the Responses
+    API's ``{"name"}``)."""
+    names = (_dig(item, "function", "name") or _dig(item, "name") for item in items if isinstance(item, dict))
+    return [str(name) for name in names if name]
+
+
+def required_tools(body: dict[str, Any], tools: list[str]) -> tuple[str, ...]:
+    """The tools a request requires the answer to call one of, in the order offered, or () when a call is not
+    required. A named tool (OpenAI's ``{"type": "function", ...}``, Anthropic's ``{"type": "tool"}``, Bedrock's
+    ``{"tool": {"name"}}``) is the one name: it is forced. OpenAI's ``"required"``, Anthropic's ``{"type": "any"}``,
+    Cohere's ``REQUIRED`` and Bedrock's ``{"any": {}}`` allow any offered tool; Gemini's ``ANY`` any of its
+    ``allowedFunctionNames`` (all offered when it lists none), so one allowed name forces that tool; OpenAI's
+    ``allowed_tools`` in ``required`` mode any of those it lists."""
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
+        if choice.get("type") == "allowed_tools":  # Chat Completions nests it, the Responses API does not
+            allowed = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else choice
+            listed = allowed.get("tools")
+            return tuple(_names(listed)) if allowed.get("mode") == "required" and isinstance(listed, list) else ()
         name = choice.get("name") or _dig(choice, "function", "name")
         if name:
-            return str(name)
-        if choice.get("type") == "any" and tools:
-            return tools[0]
-    if choice in ("required", "REQUIRED") and tools:  # Cohere's is upper case
-        return tools[0]
+            return (str(name),)
+        if choice.get("type") == "any":
+            return tuple(tools)
+    if choice in ("required", "REQUIRED"):  # Cohere's is upper case
+        return tuple(tools)
     bedrock = _dig(body, "toolConfig", "toolChoice")  # Bedrock's Converse: {"tool": {"name"}} or {"any": {}}
-    if isinstance(bedrock, dict) and (_dig(bedrock, "tool", "name") or ("any" in bedrock and tools)):
-        return str(_dig(bedrock, "tool", "name") or tools[0])
-    mode = _dig(body, "toolConfig", "functionCallingConfig", "mode")
-    if mode == "ANY" and tools:
-        names = _dig(body, "toolConfig", "functionCallingConfig", "allowedFunctionNames") or tools
-        return str(names[0])
-    return None
+    if isinstance(bedrock, dict):
+        name = _dig(bedrock, "tool", "name")
+        if name or "any" in bedrock:
+            return (str(name),) if name else tuple(tools)
+    if _dig(body, "toolConfig", "functionCallingConfig", "mode") == "ANY":
+        allowed = _dig(body, "toolConfig", "functionCallingConfig", "allowedFunctionNames")
+        return tuple(str(n) for n in allowed) if isinstance(allowed, list) and allowed else tuple(tools)
+    return ()
 
 
 def params_of(body: dict[str, Any]) -> dict[str, Any]:
@@ -157,8 +190,8 @@ def tool_parameters(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def demands(body: dict[str, Any], tools: tuple[str, ...]) -> dict[str, Any]:
     """What a request demands of its answer, as ``ChatRequest`` fields: its limits (token budget, stop sequences),
-    its choices and log-probabilities, the forced tool, the structured output's schema, the offered tools'
-    parameter schemas."""
+    its choices and log-probabilities, the tools it requires a call to, the structured output's schema, the offered
+    tools' parameter schemas."""
     schema = requested_schema(body)
     parameters = tool_parameters(body)
     return {
@@ -166,7 +199,7 @@ def demands(body: dict[str, Any], tools: tuple[str, ...]) -> dict[str, Any]:
         "stop": stop_sequences(body),
         "choices": choices_of(body),
         "logprobs": logprobs_of(body),
-        "forced_tool": forced_tool(body, list(tools)) or "",
+        "required_tools": required_tools(body, list(tools)),
         "schema_json": orjson.dumps(schema).decode() if schema is not None else "",
         "tool_schemas": tuple((name, orjson.dumps(value).decode()) for name, value in parameters.items()),
     }

@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from harnessweb.engine import tokens
+from harnessweb.engine import structured, tokens
 from harnessweb.engine.exchange import (
     Block,
     ChatRequest,
@@ -24,7 +24,7 @@ from harnessweb.engine.exchange import (
     conversation_seed,
 )
 from harnessweb.engine.fallback import lorem_reply
-from harnessweb.engine.playback import failure_of
+from harnessweb.engine.playback import failure_of, validation_reply
 from harnessweb.engine.schemas import ExpectKey, FailureStatus
 
 FAILURE_KINDS: tuple[str, ...] = get_args(FailureStatus)
@@ -198,26 +198,31 @@ def play(
     if isinstance(entry, Error):
         reply = lorem_reply(request, False, signature_key)
         return Decision("configured", "", request.turn, reply), entry.failure()  # type: ignore[arg-type]
+    if entry.has_json:  # checked against what the request asks, as a structured turn is
+        asked_for, why = structured.check(entry.json, request)
+        if why:
+            problem = f"The request asks for {asked_for}; {entry.describe()} fails it: {why}"
+            reply = validation_reply(request, problem, f"configured:{index}", signature_key)
+            return Decision("configured", "", request.turn, reply, problem=problem), None  # type: ignore[arg-type]
     reply = tokens.finished(reply_for(entry, request, index), request)
     return Decision("configured", "", request.turn, reply), None  # type: ignore[arg-type]
 
 
 def reply_for(answer: Answer, request: ChatRequest, index: int) -> Reply:
-    """The reply a configured answer gives this request: a JSON answer becomes the forced tool's arguments when the
-    request forces a tool, its JSON text otherwise."""
+    """The reply a configured answer gives this request: a JSON answer is served as a scenario's ``structured``
+    turn is (:mod:`harnessweb.engine.structured`: the required tool's arguments, else its JSON text)."""
     blocks: list[Block] = []
     if answer.reasoning:
         blocks.append(Block("reasoning", text=answer.reasoning))
     seed = f"configured:{index}:{conversation_seed(request)}"
     calls = list(answer.tool_calls)
-    if answer.has_json and request.forced_tool:
-        calls = [{"name": request.forced_tool, "arguments": json.dumps(answer.json), "id": ""}]
-    elif answer.has_json:
-        blocks.append(Block("text", text=json.dumps(answer.json)))
+    if answer.has_json:  # served as a scenario's structured turn is: one mechanism
+        blocks.extend(structured.blocks(answer.json, request, seed))
     elif answer.text is not None:
         blocks.append(Block("text", text=answer.text))
     for i, call in enumerate(calls):
         call_id = call["id"] or f"call_{seed[-12:]}{i}"
         blocks.append(Block("tool_call", call_id=call_id, name=call["name"], arguments=call["arguments"]))
     usage = tokens.counted(request, tuple(blocks), (None, None, None))
-    return Reply(tuple(blocks), "tool_calls" if calls else "stop", usage, id_seed=seed)
+    finish = "tool_calls" if any(b.type == "tool_call" for b in blocks) else "stop"
+    return Reply(tuple(blocks), finish, usage, id_seed=seed)

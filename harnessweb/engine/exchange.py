@@ -62,10 +62,11 @@ class ChatRequest:
     # The id of an earlier kept answer whose conversation this request continues (previous_response_id, a thread's
     # previous_message_id); the endpoint puts that conversation before ``messages``.
     continues: str = ""
-    # What the request demands of the answer (harnessweb.engine.asked reads them from any protocol's body): the tool
-    # it forces (tool_choice), the JSON Schema of a structured output, and each offered tool's parameter schema, all
-    # as JSON text so that the request stays hashable.
-    forced_tool: str = ""
+    # What the request demands of the answer (harnessweb.engine.asked reads them from any protocol's body): the tools
+    # it requires a call to one of (tool_choice: one name forces that tool; "required"/"any" allow every offered
+    # one), the JSON Schema of a structured output, and each offered tool's parameter schema, all as JSON text so
+    # that the request stays hashable.
+    required_tools: tuple[str, ...] = ()
     schema_json: str = ""
     # The body named no model (seed 004 allows it in lorem and instruction mode; a scenario refuses it).
     model_missing: bool = False
@@ -84,6 +85,11 @@ class ChatRequest:
     # The protocol of the path it came by (its route's: "azure" for an Azure deployment, which OpenAI's parser
     # reads), set by harnessweb.engine.respond.read_request; "" for ``protocol``. Failure scopes tell providers by it.
     family: str = ""
+
+    @property
+    def forced_tool(self) -> str:
+        """The one tool the request forces (a named tool_choice, or a requirement that allows one tool), or ""."""
+        return self.required_tools[0] if len(self.required_tools) == 1 else ""
 
     @property
     def turn(self) -> int:

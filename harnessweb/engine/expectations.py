@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from harnessweb.engine import shapes
+from harnessweb.engine import shapes, structured
 from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
 from harnessweb.engine.schemas import ExpectKey, Scenario, ScenarioTurn, TurnExpect
 
@@ -197,16 +197,28 @@ def _answers(step: ScenarioTurn) -> tuple[list[str], str | None]:
 
 
 def demand_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expectation]:
-    """What the request demands of the answer, against what the turn answers: a forced tool must be called (unless
-    the turn ignores tool_choice); a structured output's text must be JSON valid against the requested schema."""
+    """What the request demands of the answer, against what the turn answers: a forced tool must be called, and
+    under ``required`` / ``any`` one of the tools allowed (unless the turn ignores tool_choice); a structured output's
+    text must be JSON valid against the requested schema; a structured turn's data must fit where it is served."""
+    if step.response.kind == "structured":
+        asked_for, why = structured.check(step.response.data, request)
+        if not asked_for:
+            return []
+        problem = (
+            f"The request asks for {asked_for}; turn {step.turn}'s structured answer fails it: {why}" if why else ""
+        )
+        return [Expectation("Structured output", asked_for, why or "valid", not why, problem)]
     rows = []
     called, text = _answers(step)
-    if request.forced_tool:
-        forced = request.forced_tool
-        ok = step.ignore_tool_choice or sanitize_tool_name(forced) in {sanitize_tool_name(t) for t in called}
+    if request.required_tools:
+        allowed = request.required_tools
+        wanted = f"'{allowed[0]}'" if len(allowed) == 1 else "one of " + ", ".join(f"'{t}'" for t in allowed)
+        names = {sanitize_tool_name(t) for t in allowed}
+        ok = step.ignore_tool_choice or any(sanitize_tool_name(t) in names for t in called)
         actual = f"calls {', '.join(called)}" if called else "text"
-        problem = "" if ok else f"tool_choice forces '{forced}' but turn {step.turn} answers {actual}"
-        rows.append(Expectation("Forced tool", forced, actual, ok, problem))
+        verb = "forces" if len(allowed) == 1 else "requires a call to"
+        problem = "" if ok else f"tool_choice {verb} {wanted} but turn {step.turn} answers {actual}"
+        rows.append(Expectation("Forced tool", wanted.strip("'") if len(allowed) == 1 else wanted, actual, ok, problem))
     if request.schema_json and text is not None:
         schema = orjson.loads(request.schema_json)
         name = schema.get("title") if isinstance(schema, dict) else None

@@ -199,19 +199,20 @@ def lorem_reply(request: ChatRequest, pacing_enabled: bool, key: str) -> Reply:
 
 
 def demanded(blocks: tuple[Block, ...], request: ChatRequest, seed: str) -> tuple[Block, ...]:
-    """The blocks as the request demands them: a forced tool gets a call to it (arguments valid against its
-    parameter schema, unless the blocks call it already); a structured output gets JSON valid against its schema.
-    Reasoning stays; both are deterministic (``seed``)."""
+    """The blocks as the request demands them: a required tool call is made (under a forced tool to it, under
+    ``required`` / ``any`` to the first tool allowed, in the order offered), its arguments valid against the tool's
+    parameter schema, unless the blocks call an allowed tool already; a structured output gets JSON valid against
+    its schema. Reasoning stays; both are deterministic (``seed``)."""
     reasoning = tuple(b for b in blocks if b.type == "reasoning")
-    if request.forced_tool:
-        if any(b.type == "tool_call" and b.name == request.forced_tool for b in blocks):
+    if request.required_tools:
+        if any(b.type == "tool_call" and b.name in request.required_tools for b in blocks):
             return blocks
-        parameters = dict(request.tool_schemas).get(request.forced_tool)
+        name = request.required_tools[0]
+        parameters = dict(request.tool_schemas).get(name)
         schema = orjson.loads(parameters) if parameters else {"type": "object"}
-        arguments = orjson.dumps(shapes.instance(schema, f"{seed}:{request.forced_tool}")).decode()
+        arguments = orjson.dumps(shapes.instance(schema, f"{seed}:{name}")).decode()
         call_id = f"call_{short_id(f'{seed}:forced')}"
-        return (*reasoning, Block("tool_call", call_id=call_id, derived_id=True, name=request.forced_tool,
-                                  arguments=arguments))  # fmt: skip
+        return (*reasoning, Block("tool_call", call_id=call_id, derived_id=True, name=name, arguments=arguments))
     if request.schema_json:
         value = shapes.instance(orjson.loads(request.schema_json), seed)
         return (*reasoning, Block("text", text=orjson.dumps(value).decode()))

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harnessweb.engine import respond, routes, wire
+from harnessweb.engine import asked, respond, routes, wire
 from harnessweb.engine.expectations import expectations
 from harnessweb.engine.pricing import Cost, describe_cost
 from harnessweb.engine.schemas import Scenario as ScenarioSchema
@@ -361,6 +361,8 @@ def expectation_rows(scenario: ScenarioSchema, step: ScenarioTurn | None, reques
         sent = played.parse_request(data.get("body"))
     except WireError as exc:
         return [{"what": "Request", "expected": "a valid request", "actual": exc.message, "ok": False}]
+    # What the request demanded (a required tool, a structured output's schema), as the engine read it.
+    sent = replace(sent, **asked.demands(data["body"], sent.tools))
     if sent.continues:  # the conversation the engine read: the kept one it continues, then the request's own
         kept = KeptAnswer.objects.filter(id=sent.continues, protocol=played.PROTOCOL).values_list("conversation")
         sent = respond.continued(played, sent, kept[0][0]) if kept else sent

@@ -18,7 +18,7 @@ FormState = dict[str, Any]
 Errors = dict[str, list[str]]
 
 
-KINDS = ("text", "tool-call", "final-report")
+KINDS = ("text", "tool-call", "final-report", "structured")
 REPORT_STATUSES = ("success", "failure", "partial")
 FAILURE_STATUSES = tuple(get_args(FailureStatus))
 REASONING_CHOICES = ("", "enabled", "disabled")
@@ -50,6 +50,7 @@ TURN_TEXT_FIELDS = (
     "report_format",
     "report_content_json",
     "status",
+    "data",  # a structured turn's data, as JSON text
     "expected_tools",
     "expected_temperature",
     "expected_top_p",
@@ -83,6 +84,7 @@ MULTILINE_FIELDS = frozenset(
         "text",
         "report_content",
         "report_content_json",
+        "data",
         "failure_message",
         "failure_error",
         "expect_system_prompt_must_include",
