@@ -113,6 +113,28 @@ def test_it_plays_a_tool_call_then_its_result_in_one_run(co):
     assert all(text in page for text in ("tool plan", plan, "get_weather", "temperature", "It is sunny in Paris."))
 
 
+def test_it_takes_a_tool_result_whose_document_data_is_a_json_string(co):
+    # As Cohere's tool-use guide and haystack's CohereChatGenerator send it: {"data": json.dumps(result)}.
+    expect = {"last_message_contains": '"temperature": 21', "tool_calls_answered": True}
+    turns = [TURNS[0], {**TURNS[1], "expect": expect}]
+    make_scenario("cohere-weather-string", turns)
+    messages = user("cohere-weather-string")
+    first = co.chat(model="command-a-03-2025", messages=messages, tools=WEATHER)
+    [call] = first.message.tool_calls
+    result = json.dumps({"sky": "clear", "temperature": 21})
+    messages += [
+        {"role": "assistant", "tool_plan": first.message.tool_plan, "tool_calls": [
+            {"id": call.id, "type": "function",
+             "function": {"name": "get_weather", "arguments": call.function.arguments}}]},
+        {"role": "tool", "tool_call_id": call.id, "content": [{"type": "document", "document": {"data": result}}]},
+    ]  # fmt: skip
+    documents = [{"id": "almanac", "data": json.dumps({"title": "Paris in spring"})}]
+    raw = co.with_raw_response.chat(model="command-a-03-2025", messages=messages, tools=WEATHER, documents=documents)
+    assert raw.data.message.content[0].text == "It is sunny in Paris." and raw.data.finish_reason == "COMPLETE"
+    run = recorded_run(raw.headers["x-harness-run"], status="passed", events=8)
+    assert sorted(run.turns_served) == [1, 2]
+
+
 def test_it_answers_a_tool_call_whole_with_its_plan(co):
     make_scenario("cohere-weather-whole", TURNS)
     first = co.chat(model="command-a-03-2025", messages=user("cohere-weather-whole"), tools=WEATHER)

@@ -74,8 +74,9 @@ TABLE: dict[str, tuple[str, str, str, str]] = {
         "JSONDecodeError / answer", "JSONDecodeError / answer", "JSONDecodeError / answer, cut",
     ),
     "slow_first_byte": (
-        "the headers, then nothing for `failure_retry_after_ms` (default 5 s), then the answer (a read timeout "
-        "shorter than that raises the SDK's timeout error)",
+        "the status line and headers at once (from daphne as `make run` serves it, and from uvicorn), then nothing "
+        "for `failure_retry_after_ms` (default 5 s), then the answer (a read timeout shorter than that raises the "
+        "SDK's timeout error)",
         "answer", "answer", "answer",
     ),
 }  # fmt: skip

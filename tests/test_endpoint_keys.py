@@ -16,7 +16,7 @@ import pytest
 from harnessweb.engine import keys
 from harnessweb.engine.redaction import marker
 from runs_app.models import RunEvent
-from tests.conftest import make_scenario
+from tests.conftest import make_scenario, recorded_run
 
 REQUIRE = {"X-Harness-Require-Key": "1"}
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -124,3 +124,116 @@ def test_it_keeps_a_query_key_out_of_the_servers_access_log(harness_server, tran
     wait_for(lambda: f"/v1beta/models/g:generateContent?key={marker(secret)}" in harness_server.output(), timeout=5,
              message="the request in daphne's access log")  # fmt: skip
     assert secret not in harness_server.output()
+
+
+# -- every route that plays a provider checks keys the same way: embeddings, token counts, model lists ---------------
+
+EMBED = {"model": "text-embedding-3-small", "input": "hi"}
+COHERE_EMBED = {"model": "embed-v4.0", "texts": ["hi"], "input_type": "search_document"}
+# (method, path, body, where the provider reads its key, the refusal's status and message)
+ROUTES = [
+    ("POST", "/v1/embeddings", EMBED, {"authorization": "Bearer k"}, 401, "You didn't provide an API key."),
+    ("POST", "/v2/embed", COHERE_EMBED, {"authorization": "Bearer k"}, 401, "no api key supplied"),
+    ("POST", "/openai/deployments/e/embeddings?api-version=2024-10-21", {"input": "hi"}, {"api-key": "k"}, 401,
+     "Access denied due to missing subscription key."),
+    ("POST", "/v1/messages/count_tokens", {**CHAT, "max_tokens": 9}, {"x-api-key": "k"}, 401, "x-api-key header is"),
+    ("GET", "/v1/models", None, {"authorization": "Bearer k"}, 401, "You didn't provide an API key."),
+]  # fmt: skip
+ROUTE_IDS = ["openai-embeddings", "cohere-embed", "azure-embeddings", "anthropic-count-tokens", "openai-models"]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "key", "status", "message"), ROUTES, ids=ROUTE_IDS)
+def test_every_route_refuses_a_key_that_did_not_arrive(
+    harness_server, transactional_db, method, path, body, key, status, message
+) -> None:
+    version = {"anthropic-version": "2023-06-01"} if "count_tokens" in path else {}
+    send = lambda headers: httpx2.request(method, f"{harness_server.url}{path}", json=body, headers=headers, timeout=20)  # noqa: E731
+    refused = send({**REQUIRE, **version})
+    assert refused.status_code == status and message in refused.text
+    elsewhere = {"x-api-key": "k"} if "api-key" in key else {"api-key": "k"}  # a header the provider does not read
+    assert send({**REQUIRE, **version, **elsewhere}).status_code == status
+    assert send({**REQUIRE, **version, **key}).status_code == 200
+    assert send(version).status_code == 200  # off by default
+
+
+@pytest.fixture(scope="module")
+def keyed_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A server started with ``HARNESS_REQUIRE_KEY=1``."""
+    from tests.conftest import start_server
+
+    server = start_server(tmp_path_factory.mktemp("keyed"), {"HARNESS_PACING": "off", "HARNESS_REQUIRE_KEY": "1"})
+    yield server
+    server.process.terminate()
+    server.process.wait(10)
+
+
+def test_a_server_that_requires_keys_refuses_embeddings_without_one(keyed_server, transactional_db) -> None:
+    import cohere
+
+    url = keyed_server.url
+    keyed = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-embed", max_retries=0)
+    assert len(keyed.embeddings.create(model="text-embedding-3-small", input="hi").data) == 1
+    with pytest.raises(openai.AuthenticationError, match="You didn't provide an API key"):
+        keyed.embeddings.create(model="text-embedding-3-small", input="hi", extra_headers=NO_BEARER)
+    azure = openai.AzureOpenAI(azure_endpoint=url, api_key="azure-key", api_version="2024-10-21", max_retries=0)
+    assert len(azure.embeddings.create(model="embedding-deployment", input=["a", "b"]).data) == 2
+    entra = openai.AzureOpenAI(azure_endpoint=url, azure_ad_token="entra-token", api_version="2024-10-21",
+                               max_retries=0)  # fmt: skip
+    assert len(entra.embeddings.create(model="embedding-deployment", input="a").data) == 1
+    with pytest.raises(openai.AuthenticationError) as caught:  # the key in a header Azure does not read
+        azure.embeddings.create(model="embedding-deployment", input="a",
+                                extra_headers={"api-key": openai.Omit(), "x-api-key": "azure-key"})  # fmt: skip
+    assert caught.value.body == {"code": "401", "message": keys.MISSING["azure"][1]}
+    co = cohere.ClientV2(api_key="co-key", base_url=url, max_retries=0, timeout=20)
+    assert len(co.embed(model="embed-v4.0", texts=["a"], input_type="search_document").embeddings.float_) == 1
+    with pytest.raises(cohere.UnauthorizedError) as refused:
+        cohere.ClientV2(api_key="", base_url=url, max_retries=0, timeout=20).embed(
+            model="embed-v4.0", texts=["a"], input_type="search_document"
+        )
+    assert refused.value.body["message"] == "no api key supplied"
+
+
+# -- Azure's v1 routes read Azure's keys and refuse in Azure's format ----------------------------------------------
+
+V1_CALLS = ("chat", "responses")
+NO_BEARER = {"Authorization": openai.Omit()}  # the openai client's own bearer left out of a request
+
+
+def v1_call(client: openai.OpenAI, kind: str, **headers: object) -> str:
+    if kind == "chat":
+        reply = client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hello"}], extra_headers=headers or None
+        )
+        return reply.choices[0].message.content
+    return client.responses.create(model="gpt-4o", input="hello", extra_headers=headers or None).output_text
+
+
+@pytest.mark.parametrize("kind", V1_CALLS)
+def test_azures_v1_routes_read_the_api_key_header_and_an_entra_token(harness_server, transactional_db, kind) -> None:
+    base_url = f"{harness_server.url}/openai/v1/"
+    # Azure's v1 docs: OpenAI's client on the v1 base URL, with the key (or an Entra token) as its api_key.
+    by_token = openai.OpenAI(base_url=base_url, api_key="entra-token", max_retries=0, default_headers=REQUIRE)
+    assert v1_call(by_token, kind).endswith("hello")
+    # A client that sends the key in Azure's own header (as on the deployment routes) and no bearer.
+    by_key = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0,
+                           default_headers={**REQUIRE, "api-key": "azure-v1-key"})  # fmt: skip
+    assert v1_call(by_key, kind, **NO_BEARER).endswith("hello")
+    raw = by_key.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "keyed"}], extra_headers=NO_BEARER
+    )
+    request = recorded_run(raw.headers["x-harness-run"]).events.get(kind="request")
+    assert request.data["key"] == {"place": "api-key", "fingerprint": keys.fingerprint("azure-v1-key")}
+
+
+@pytest.mark.parametrize("kind", V1_CALLS)
+@pytest.mark.parametrize("headers", [{}, {"x-api-key": "k"}], ids=["none", "x-api-key"])
+def test_azures_v1_routes_refuse_a_missing_key_in_azures_format(
+    harness_server, transactional_db, kind, headers
+) -> None:
+    client = openai.OpenAI(base_url=f"{harness_server.url}/openai/v1/", api_key="unused", max_retries=0,
+                           default_headers={**REQUIRE, **headers})  # fmt: skip
+    with pytest.raises(openai.AuthenticationError) as caught:
+        v1_call(client, kind, **NO_BEARER)
+    assert caught.value.body == {"code": "401", "message": keys.MISSING["azure"][1]}
+    run = caught.value.response.headers["x-harness-run"]
+    assert recorded_run(run).events.filter(kind="rejected").exists()

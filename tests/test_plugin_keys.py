@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from harnessweb.engine import keys
+from harnessweb.testing.harness import Harness, Options
+
 pytest_plugins = ["pytester"]
 
 TESTS = """
@@ -189,3 +192,30 @@ def test_it_fails_tests_whose_calls_carry_another_key_in_server_mode(pytester: p
             "request carried the key with fingerprint * in the authorization header*",
         ]
     )
+
+
+# (path, body, the header the provider reads its key from, the refusal's body without one)
+ROUTES = [
+    ("/v1/embeddings", {"model": "e", "input": "hi"}, {"authorization": "Bearer k"},
+     {"error": {"message": keys.MISSING["openai"][1], "type": "invalid_request_error", "param": None, "code": None}}),
+    ("/v2/embed", {"model": "embed-v4.0", "texts": ["hi"], "input_type": "search_document"},
+     {"authorization": "Bearer k"}, {"message": "no api key supplied"}),
+    ("/openai/deployments/e/embeddings", {"input": "hi"}, {"api-key": "k"},
+     {"error": {"code": "401", "message": keys.MISSING["azure"][1]}}),
+    ("/openai/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}]}, {"api-key": "k"},
+     {"error": {"code": "401", "message": keys.MISSING["azure"][1]}}),
+    ("/openai/v1/responses", {"model": "m", "input": "hi"}, {"authorization": "Bearer entra"},
+     {"error": {"code": "401", "message": keys.MISSING["azure"][1]}}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "body", "key", "refusal"), ROUTES, ids=lambda v: v if isinstance(v, str) else "")
+def test_in_process_every_route_checks_keys_as_the_server_does(path, body, key, refusal) -> None:
+    http = Harness().http_client()
+    refused = http.post(Harness.base_url + path, json=body, headers={"X-Harness-Require-Key": "1"})
+    answer = refused.json()
+    assert refused.status_code == 401 and {k: answer[k] for k in refusal} == refusal
+    assert http.post(Harness.base_url + path, json=body, headers={"X-Harness-Require-Key": "1", **key}).is_success
+    required = Harness(options=Options(require_key=True)).http_client()
+    assert required.post(Harness.base_url + path, json=body).status_code == 401
+    assert required.post(Harness.base_url + path, json=body, headers=key).is_success

@@ -19,6 +19,9 @@ from harnessweb.engine.wire.common import WireError
 USAGE = {"billed_units": {"input_tokens": 11, "output_tokens": 22}, "tokens": {"input_tokens": 11, "output_tokens": 22}}
 
 
+EMPTY_DOCUMENT = {"role": "tool", "tool_call_id": "c", "content": [{"type": "document", "document": {}}]}
+
+
 def make_body(**fields: Any) -> dict[str, Any]:
     return {"model": "command-a-03-2025", "messages": [{"role": "user", "content": "hello"}], **fields}
 
@@ -76,10 +79,31 @@ def test_it_reads_a_conversation_with_a_tool_call_and_its_result() -> None:
     assert (request.temperature, request.top_p, request.stream, request.reasoning_enabled) == (0.3, 0.9, True, True)
 
 
+def test_it_takes_a_documents_data_sent_as_a_json_string_as_its_text() -> None:
+    # Cohere's tool-use guide and haystack's CohereChatGenerator send {"data": json.dumps(result)}.
+    result = '{"temp": 21, "sky": "clear"}'
+    body = make_body(
+        messages=[
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "tool_calls": [{"id": "get_weather_1", "type": "function",
+                                                  "function": {"name": "get_weather", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "get_weather_1",
+             "content": [{"type": "document", "document": {"data": result}},
+                         {"type": "document", "document": {"id": "2", "data": {"temp": 22}}}]},
+        ],
+        documents=[{"id": "doc-1", "data": '{"title": "Paris"}'}, {"data": {"title": "Lyon"}}, "Marseille"],
+    )  # fmt: skip
+    request = cohere.parse_request(body)
+    assert request.messages[-1].text == result + '\n{"temp":22}'
+    assert request.messages[-1].result_ids == ("get_weather_1",)
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [
         ({"messages": [{"role": "user", "content": "x"}]}, "model"),
+        (make_body(documents=[{"data": 3}]), "documents[0].data"),
+        (make_body(messages=[EMPTY_DOCUMENT]), "messages[0].content[0].document.data"),
         (make_body(messages=[]), "messages"),
         (make_body(messages=[{"role": "chatbot", "content": "x"}]), "messages[0].role"),
         (make_body(messages=[{"role": "user"}]), "messages[0].content"),
@@ -103,7 +127,7 @@ def test_it_honours_the_limits_schema_and_forced_tool_a_cohere_body_asks_for() -
                      response_format={"type": "json_object", "json_schema": schema},
                      tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])  # fmt: skip
     demands = asked.demands(body, ("f",))
-    assert demands["max_tokens"] == 3 and demands["stop"] == ("END",) and demands["forced_tool"] == "f"
+    assert demands["max_tokens"] == 3 and demands["stop"] == ("END",) and demands["required_tools"] == ("f",)
     assert orjson.loads(demands["schema_json"]) == schema
 
 

@@ -6,13 +6,15 @@ Pure: the hosts do the waiting, the sending and the keeping (a database, or a di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
-from harnessweb.engine import asked, routes
+from harnessweb.engine import asked, keys, routes
 from harnessweb.engine.exchange import ChatRequest, Decision, Failure, Message, Reply, conversation_seed
+from harnessweb.engine.schemas import Scenario
 from harnessweb.engine.wire import anthropic, embeddings
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest
@@ -59,6 +61,38 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
     if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
         request = replace(request, **dict(route.fields))
     return payload, replace(request, family=route.wire.PROTOCOL, **asked.demands(payload, request.tools))
+
+
+@dataclass(frozen=True)
+class KeyRefusal:
+    """A provider's refusal of a request whose key did not arrive: its status and message (what a run records), and
+    the response in the provider's format."""
+
+    status: int
+    message: str
+    encoded: Encoded
+
+
+def key_refusal(
+    route: routes.Route,
+    headers: Mapping[str, str],
+    query_key: str,
+    required: bool,
+    scenario: Scenario | None = None,
+    request_id: str = "",
+) -> KeyRefusal | None:
+    """The key check of every route that plays a provider (conversations, embeddings, token counts, model lists),
+    the same in the server and in-process: keys must arrive when the host requires them (``required``:
+    ``HARNESS_REQUIRE_KEY``, the plugin's ``harness_require_key``), the request's ``X-Harness-Require-Key: 1``
+    asks, or the scenario that answers says ``require_key``. Then a key missing, or in a header the route's provider
+    does not read, gets that provider's refusal in its format (Azure's on every ``/openai/`` route); None when the
+    request goes through."""
+    required = required or headers.get(routes.REQUIRE_KEY_HEADER) == "1" or bool(scenario and scenario.require_key)
+    refused = keys.refusal(route.provider.PROTOCOL, headers, query_key) if required else None
+    if refused is None:
+        return None
+    encoded = route.provider.encode_error(*refused, request_id=request_id)
+    return KeyRefusal(*refused, encoded)
 
 
 def reply_outgoing(wire: Any, reply: Reply, request: ChatRequest) -> Outgoing:

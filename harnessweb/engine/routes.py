@@ -34,12 +34,19 @@ class Route:
     """``kind`` says what answers (``play``: a protocol plays the engine; ``models``, ``model``, ``count_tokens``,
     ``embeddings``, ``kept_response``: small endpoints); ``wire`` is the protocol whose format the answer and its
     errors take; ``param`` what the path names (a model or response id); ``fields`` the request fields the path
-    sets (Gemini's model and streaming)."""
+    sets (Gemini's model and streaming); ``keys`` the provider whose key headers it reads and whose refusal it
+    answers, when not its wire's (Azure's ``/openai/v1/`` routes play OpenAI's protocols behind Azure's keys)."""
 
     kind: str
     wire: ModuleType
     param: str = ""
     fields: tuple[tuple[str, Any], ...] = ()
+    keys: ModuleType | None = None
+
+    @property
+    def provider(self) -> ModuleType:
+        """The protocol whose keys the route reads (``keys.READS``) and whose format its key refusal takes."""
+        return self.keys or self.wire
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,9 @@ def resolve(method: str, path: str, headers: Mapping[str, str], query: str = "")
             if kind == "play" and hasattr(protocol, "path_fields")
             else ()
         )
-        return Route(kind, protocol or error_wire(path, headers), param, fields)
+        # Azure's gateway reads Azure's keys on every route under /openai/, whatever protocol the route plays.
+        keys = azure if path.startswith("/openai/") else None
+        return Route(kind, protocol or error_wire(path, headers), param, fields, keys)
     if allowed:
         message = f"Method {method} not allowed on {path}; use {' or '.join(allowed)}"
         return Refusal(405, message, error_wire(path, headers))

@@ -50,7 +50,7 @@ _FINISH = {"stop": "COMPLETE", "length": "MAX_TOKENS", "stop_sequence": "STOP_SE
 
 def _text(content: Any, where: str, allowed: tuple[str, ...]) -> str:
     """The text of a message content: a string, or a list of items whose ``text`` items count (``document`` items,
-    in a tool result, count as their data's JSON)."""
+    in a tool result, count as their data: an object's JSON, or a string as sent)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -68,11 +68,18 @@ def _text(content: Any, where: str, allowed: tuple[str, ...]) -> str:
                 raise invalid(f"{at}.text must be a string", f"{at}.text")
             texts.append(item["text"])
         elif kind == "document":
-            document = item.get("document")
-            if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
-                raise invalid(f"{at}.document.data must be an object", f"{at}.document.data")
-            texts.append(orjson.dumps(document["data"]).decode())
+            data = _document_data(item.get("document"), f"{at}.document")
+            texts.append(data if isinstance(data, str) else orjson.dumps(data).decode())
     return "\n".join(texts)
+
+
+def _document_data(document: Any, where: str) -> dict[str, Any] | str:
+    """A document's ``data``: an object, or a string (Cohere's tool-use guide and haystack send ``json.dumps`` of
+    the result, which the API takes as the document's text)."""
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, dict | str):
+        raise invalid(f"{where}.data must be an object or a string", f"{where}.data")
+    return data
 
 
 def _message(raw: Any, i: int) -> tuple[str, Message | None]:
@@ -132,10 +139,10 @@ def _documents(raw: Any) -> None:
     if not isinstance(raw, list):
         raise invalid("documents must be a list", "documents")
     for i, document in enumerate(raw):
-        if not isinstance(document, str) and not (
-            isinstance(document, dict) and isinstance(document.get("data"), dict)
-        ):
-            raise invalid(f"documents[{i}] must be a string or an object with a data object", f"documents[{i}]")
+        if isinstance(document, dict):
+            _document_data(document, f"documents[{i}]")
+        elif not isinstance(document, str):
+            raise invalid(f"documents[{i}] must be a string or an object with data", f"documents[{i}]")
 
 
 def parse_request(body: Any) -> ChatRequest:
