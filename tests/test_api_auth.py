@@ -58,6 +58,7 @@ def make_request(method: str, path: str) -> dict[str, Any]:
         ("post", "/api/runs"): {"json": {"name": "written", "external_id": "auth-test"}},
         ("post", "/api/runs/{run_id}/finish"): {"json": {"status": "passed"}},
         ("put", "/api/runs/{run_id}/script"): {"json": {"answers": [{"text": "scripted"}]}},
+        ("put", "/api/current-run"): {"json": {"run_id": None}},
         ("post", "/api/runs/{run_id}/calls"): {
             "json": {
                 "calls": [{"protocol": "openai", "path": "/v1/chat/completions", "timestamp": "2026-11-23T00:00:00Z"}]
@@ -170,6 +171,7 @@ def test_it_lets_a_write_token_through_every_write_route(settings: Any) -> None:
     client = make_client("write")
     judge = make_client("judge")  # queuing the judge needs judge scope (runs_app/judging/api.py tests it)
     settings.HARNESS_JUDGE_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.HARNESS_SESSION_SERVER = True  # PUT /api/current-run: only a pytest session's own server takes it
 
     for method, path, operation in write_operations():
         needs_judge = operation.get(apikit.SCOPE_MARK) == "judge"

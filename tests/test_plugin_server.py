@@ -6,6 +6,7 @@ wrong assertion failing with the closest call; also under ``-n 2``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,57 @@ def test_it_asks_for_a_token_with_a_given_server(project: pytest.Pytester) -> No
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--harness-url", "http://127.0.0.1:9")
     result.stderr.fnmatch_lines(["*--harness-url needs a write token*"])
     assert result.ret != 0
+
+
+OWN_KEYS = '''
+import os
+import subprocess
+
+import httpx
+import openai
+
+NODE = """
+const {OpenAI} = require(process.env.NODE_OPENAI);
+new OpenAI({baseURL: process.argv[1] + "/v1", apiKey: "sk-node-own-key", maxRetries: 0}).chat.completions
+  .create({model: "gpt-4o", messages: [{role: "user", content: "from node"}]})
+  .then((r) => console.log(r.choices[0].message.content));
+"""
+
+
+def ask(url, text):
+    client = openai.OpenAI(base_url=url + "/v1", api_key="sk-app-own-key", max_retries=0)
+    return client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": text}])
+
+
+def test_a_client_with_its_own_key_is_the_test_s(harness):
+    url = harness.serve()
+    harness.set_response(text="configured for the test")
+    assert ask(url, "own key").choices[0].message.content == "configured for the test"
+    assert [(c.prompt, c.answered_by) for c in harness.calls] == [("own key", "configured")]
+    with open("first.txt", "w") as f:
+        f.write(f"{url} {harness.run_id}")
+
+
+def test_a_node_script_given_only_the_url_is_the_test_s(harness):
+    url, first = open("first.txt").read().split()
+    ask(url, "between tests")  # no test is being served: a run of its own
+    harness.serve()
+    harness.set_response(text="to node")
+    out = subprocess.run(["node", "-e", NODE, url], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "to node", out.stderr
+    assert [c.prompt for c in harness.calls] == ["from node"]
+    token = {"Authorization": f"Bearer {harness.server.token}"}
+    events = httpx.get(f"{url}/api/runs/{first}", headers=token).json()["events"]
+    assert [e["data"]["body"]["messages"][0]["content"] for e in events if e["kind"] == "request"] == ["own key"]
+'''
+
+
+def test_on_its_own_server_a_request_naming_no_run_is_the_test_s(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A client built with the server's URL and a key of its own (in the test, and in a node script given only
+    # the URL) lands in the test running now, with its configured answers; between tests, in no test's run.
+    pytester.makepyfile(test_own_keys=OWN_KEYS)
+    monkeypatch.setenv("NODE_OPENAI", str(Path(__file__).parent / "clients" / "node_modules" / "openai"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=2)

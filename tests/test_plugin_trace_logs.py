@@ -136,3 +136,78 @@ def test_in_server_mode_turns_follow_the_calls_and_land_on_the_run(pytester: pyt
         (1, "success", "START req1"),
         (2, "failed", "START req2"),
     ]
+
+
+AGENT = '''
+from app import write_log
+
+
+def send_message(client, text, turn, footer="SUCCESS"):
+    """One user message: plan, act and answer (three LLM calls), then the turn's trace log."""
+    for step in ("plan", "act", "answer"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"{step}: {text}"}])
+    return write_log(turn, footer)
+'''
+
+BY_USER_TURN = """
+import subprocess
+import sys
+
+from agent import send_message
+
+PROGRAM = "import openai, sys; from agent import send_message as s; s(openai.OpenAI(), sys.argv[1], int(sys.argv[2]))"
+
+
+def test_user_turns(harness):
+    client = harness.openai_client()
+    send_message(client, "make a grocery list", 1)
+    assert harness.end_turn().turn_number == 1
+    send_message(client, "add hummus", 2, footer="FAILED")
+    harness.end_turn()
+    assert len(harness.calls) == 6
+    assert [(log.turn_number, log.file_path.endswith(f"req{n}.log"), log.outcome)
+            for n, log in enumerate(harness.turn_logs, 1)] == [(1, True, "success"), (2, True, "failed")]
+
+
+def test_user_turns_in_server_mode(harness):
+    env = {**harness.env(), "PYTHONPATH": "."}
+    for turn, text in ((3, "plan a trip"), (4, "book it")):
+        subprocess.run([sys.executable, "-c", PROGRAM, text, str(turn)], env=env, check=True)
+        harness.end_turn()
+    assert len(harness.calls) == 6
+    assert [(log.turn_number, log.file_path[-8:]) for log in harness.turn_logs] == [(1, "req3.log"), (2, "req4.log")]
+    with open("run_id.txt", "w") as f:
+        f.write(str(harness.run_id))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_end_turn_numbers_the_logs_by_user_turn_and_uploads_them(pytester: pytest.Pytester, harness_server) -> None:
+    # Seed 001's collectTurnLog after each message: two messages of three LLM calls each are turns 1 and 2 (by
+    # call they were 3 and 6), in the test and uploaded.
+    pytester.makepyfile(app=APP, agent=AGENT, test_user_turns=BY_USER_TURN)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-trace-dir", "logs", "-k", "not server_mode",
+        "--harness-upload", harness_server.url, "--harness-token", make_token("write"),
+    )  # fmt: skip
+
+    result.assert_outcomes(passed=1, deselected=1)
+    uploaded = Run.objects.get(name="test_user_turns.py::test_user_turns")
+    assert list(uploaded.trace_logs.order_by("turn_number").values_list("turn_number", "outcome")) == [
+        (1, "success"),
+        (2, "failed"),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_server_mode_user_turns_land_on_the_run(pytester: pytest.Pytester, harness_server) -> None:
+    pytester.makepyfile(app=APP, agent=AGENT, test_user_turns=BY_USER_TURN)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--harness-trace-dir", "logs", "-k", "server_mode",
+        "--harness-url", harness_server.url, "--harness-token", make_token("write"),
+    )  # fmt: skip
+
+    result.assert_outcomes(passed=1, deselected=1)
+    run_id = (pytester.path / "run_id.txt").read_text()
+    stored = TraceLog.objects.filter(run_id=run_id).order_by("turn_number")
+    assert [(log.turn_number, log.content.splitlines()[0]) for log in stored] == [(1, "START req3"), (2, "START req4")]

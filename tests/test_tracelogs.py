@@ -173,3 +173,79 @@ def test_an_upload_is_redacted(tmp_path: Path) -> None:
     assert f"[REDACTED:{fingerprint(SECRET)}]" in sent["content"]
     assert (sent["turn_number"], sent["outcome"]) == (1, "success")
     assert set(sent) == {"turn_number", "file_path", "content", "outcome"}
+
+
+class Agent(App):
+    """An application whose one user message takes several LLM calls (plan, act, answer), then writes its turn's
+    trace log, as seed 001's orchestrator does."""
+
+    def send(self, text: str, footer: str = "SUCCESS", calls: int = 3) -> Path:
+        self.sent += 1
+        for step in range(calls):
+            self.client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"{text} {step}"}])
+        return write_log(self.folder, f"10-00-{self.sent:02d}_req{self.sent}", f"user said {text}\n{footer}\n")
+
+
+def test_end_turn_numbers_the_logs_by_user_turn(traced: Harness, tmp_path: Path) -> None:
+    app = Agent(traced, tmp_path)
+    first = app.send("make a grocery list")
+    taken = traced.end_turn()
+    second = app.send("add hummus", footer="FAILED")
+    traced.end_turn()
+
+    assert taken == TurnLog(1, str(first), "user said make a grocery list\nSUCCESS\n", "success")
+    assert [(log.turn_number, log.file_path, log.outcome) for log in traced.turn_logs] == [
+        (1, str(first), "success"),
+        (2, str(second), "failed"),
+    ]  # by call they would be turns 3 and 6
+    assert len(traced.calls) == 6
+
+
+def test_without_end_turn_turns_stay_numbered_by_call(traced: Harness, tmp_path: Path) -> None:
+    app = Agent(traced, tmp_path)
+    app.send("one")
+    app.send("two")
+
+    assert [log.turn_number for log in traced.turn_logs] == [3, 6]
+
+
+def test_a_user_turn_keeps_its_newest_file_and_one_without_a_file_keeps_its_number(
+    traced: Harness, tmp_path: Path
+) -> None:
+    app = Agent(traced, tmp_path)
+    app.send("one")
+    subagent = write_log(tmp_path, "10-00-01_sub", "a sub-agent's log\nSUCCESS\n")
+    os.utime(subagent, ns=(1_000_000_000_000, 1_000_000_000_000))  # older than the turn's own
+    traced.end_turn()
+    app.client.chat.completions.create(model="m", messages=[{"role": "user", "content": "no log this time"}])
+    assert traced.end_turn() is None
+    third = app.send("three")
+    traced.end_turn()
+    late = write_log(tmp_path, "10-00-09_late", "after the last turn\nSUCCESS\n")
+    finish(traced)
+
+    assert [(log.turn_number, log.file_path) for log in traced.turn_logs] == [
+        (1, str(tmp_path / "2026-11-24" / "10-00-01_req1.log")),
+        (3, str(third)),
+    ]
+    assert traced.traces is not None and traced.traces.skipped == [str(subagent), str(late)]
+    assert traced.end_turn() is None  # after the test's end, nothing is taken
+
+
+def test_in_server_mode_user_turns_need_no_call_times(tmp_path: Path) -> None:
+    collector = TraceCollector(tmp_path)
+    collector.timed = True
+    first = write_log(tmp_path, "a", "turn one\nSUCCESS\n")
+    assert collector.end_turn() == TurnLog(1, str(first), "turn one\nSUCCESS\n", "success")
+    second = write_log(tmp_path, "b", "turn two\n")  # no footer yet: read again at later collections
+    collector.end_turn()
+    second.write_text("turn two\nFAILED\n")
+
+    assert [(log.turn_number, log.file_path, log.outcome) for log in collector.collect()] == [
+        (1, str(first), "success"),
+        (2, str(second), "failed"),
+    ]
+
+
+def test_without_a_folder_end_turn_takes_nothing() -> None:
+    assert Harness().end_turn() is None

@@ -22,6 +22,13 @@ test reads ``harness.turn_logs``, and at the test's end (its teardown). At a col
 - files that appear before the test's first call belong to no turn and are skipped;
 - a log taken without a footer (still being written) is read again at each later collection until it has one.
 
+Turns by user turn: seed 001 collects one log per user message (``collectTurnLog(turnNumber)`` after each
+``sendMessage``), and a message may take several LLM calls. A test that calls ``harness.end_turn()`` after each user
+message numbers its turns by user turn from then on: at each ``end_turn`` the files that appeared since the previous
+one (or since the test began) are collected, the newest is that user turn's log (numbered 1, 2, ...) and the others
+are ``skipped``; files that appear after the last ``end_turn`` belong to no turn (``skipped`` at the test's end), and
+the turns numbered by call are dropped. A test that never calls it keeps the turns by call above.
+
 At the test's end the collector stops: ``--harness-upload`` sends the logs with their turn numbers and outcomes, and
 in server mode they are posted to the test's run. Tests running at once (``pytest-xdist``) that share one folder
 would take each other's files: give each worker a folder of its own. No Django here.
@@ -91,16 +98,26 @@ class TraceCollector:
         self.calls = 0  # in-process: calls begun so far
         self.timed = False  # server mode: turns by the calls' start times
         self.stopped = False
-        self.by_turn: dict[int, TurnLog] = {}
-        self.skipped: list[str] = []
+        self.by_turn: dict[int, TurnLog] = {}  # by call
+        self.by_call_skipped: list[str] = []
+        self.user_turns = 0  # harness.end_turn() calls so far: from the first, turns are user turns
+        self.by_user_turn: dict[int, TurnLog] = {}
+        self.user_turn_skipped: list[str] = []
+        self.since_user_turn: list[tuple[int, str, Path]] = []  # new files since the last end_turn
 
     def _present(self) -> Iterable[Path]:
         return files_under(self.folder) if self.folder.is_dir() else ()
 
     @property
     def logs(self) -> list[TurnLog]:
-        """The logs taken so far, in turn order (no collection)."""
-        return [self.by_turn[turn] for turn in sorted(self.by_turn)]
+        """The logs taken so far, in turn order (no collection): by user turn once ``end_turn`` was called."""
+        taken = self.by_user_turn if self.user_turns else self.by_turn
+        return [taken[turn] for turn in sorted(taken)]
+
+    @property
+    def skipped(self) -> list[str]:
+        """The files taken for no turn, or replaced by a newer one of the same turn (paths)."""
+        return self.user_turn_skipped if self.user_turns else self.by_call_skipped
 
     def call_began(self) -> None:
         """In-process, a call's first step: what appeared since belongs to the call before it."""
@@ -113,27 +130,49 @@ class TraceCollector:
         timestamps of the test's calls, in order. Returns every log taken so far."""
         if self.stopped:
             return self.logs
-        for log in self.by_turn.values():
+        for log in (*self.by_turn.values(), *self.by_user_turn.values()):
             if not log.outcome and Path(log.file_path).is_file():  # unfinished when taken: it may be done now
                 log.content = read_text(Path(log.file_path))
                 log.outcome = outcome_of(log.content)
         new = [(path.stat().st_mtime_ns, str(path), path) for path in self._present() if path not in self.seen]
         self.seen.update(path for *_, path in new)
+        self.since_user_turn.extend(new)
         starts = sorted(_started(s) for s in call_starts) if call_starts is not None else None
         for modified, name, path in sorted(new):  # oldest first: the newest of a turn's files is the one kept
             turn = self.calls if starts is None else bisect_right(starts, modified / 1e9)
             current = self.by_turn.get(turn)
             if turn == 0 or (current is not None and (current.modified, current.file_path) > (modified, name)):
-                self.skipped.append(name)
+                self.by_call_skipped.append(name)
                 continue
             if current is not None:
-                self.skipped.append(current.file_path)
+                self.by_call_skipped.append(current.file_path)
             content = read_text(path)
             self.by_turn[turn] = TurnLog(turn, name, content, outcome_of(content), modified)
         return self.logs
 
+    def end_turn(self) -> TurnLog | None:
+        """A user turn ended (seed 001's ``collectTurnLog`` after a message): the newest file since the previous
+        ``end_turn`` is its log, numbered by user turn; None when no file appeared (the turn keeps its number)."""
+        if self.stopped:
+            return None
+        self.collect()
+        self.user_turns += 1
+        candidates, self.since_user_turn = sorted(self.since_user_turn), []  # oldest first: the newest is the turn's
+        if not candidates:
+            return None
+        *older, (modified, name, path) = candidates
+        self.user_turn_skipped.extend(other for _, other, _ in older)
+        content = read_text(path)
+        log = TurnLog(self.user_turns, name, content, outcome_of(content), modified)
+        self.by_user_turn[self.user_turns] = log
+        return log
+
     def stop(self) -> list[TurnLog]:
-        """The test's end: nothing more is taken (``finish`` collects first)."""
+        """The test's end: nothing more is taken (``finish`` collects first); files after the last ``end_turn``
+        belong to no user turn."""
+        if not self.stopped and self.user_turns:
+            self.user_turn_skipped.extend(name for _, name, _ in sorted(self.since_user_turn))
+            self.since_user_turn = []
         self.stopped = True
         return self.logs
 

@@ -1,9 +1,9 @@
 """``--harness-upload URL --harness-token T``: at the end of the session, each test that had a harness becomes a run on
 that dashboard (source "pytest", named by its node id, its outcome and duration), with its calls as the run's
-events, a trace log per ``harness.trace_log(text)`` and per turn (``--harness-trace-dir``, with its turn number and
-outcome) and an artifact per ``harness.artifact(name, content)``; the
-session's results go up as JUnit XML on a run of their own. A dashboard that is down or refuses costs a warning
-line, never a failed test session."""
+events, a trace log per ``harness.trace_log(text)`` and per turn (``--harness-trace-dir``, with its turn number, by
+user turn when the test calls ``harness.end_turn()``, and outcome) and an artifact per ``harness.artifact(name,
+content)``; the session's results go up as JUnit XML on a run of their own. A dashboard that is down or refuses
+costs a warning line, never a failed test session."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The run-script router: ``PUT /api/runs/{id}/script`` configures what the requests of a named run get before any
 scenario (the pytest plugin's ``set_response`` / ``set_error`` / ``use_scenario`` in server mode, or any test in any
-language), ``GET`` reads it back with each entry's uses, ``DELETE`` forgets it."""
+language), ``GET`` reads it back with each entry's uses, ``DELETE`` forgets it. ``PUT /api/current-run`` names the
+session run of a server a pytest session owns (``current.py``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Router
+from ninja.errors import HttpError
 from ninja.responses import Status
 
 from harnessweb.apikit import ErrorOut, invalid, json_body_doc, read_json
 from harnessweb.engine.configured import Answers
-from runs_app.endpoint import scripts
+from runs_app.endpoint import current, scripts
 from runs_app.models import RunScript
 
 router = Router()
@@ -65,3 +67,32 @@ def get_script(request: HttpRequest, run_id: uuid.UUID) -> Any:
 def delete_script(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse | Status:
     get_object_or_404(RunScript, run_id=run_id).delete()
     return Status(204, None)
+
+
+@router.put(
+    "/current-run",
+    response={200: dict[str, Any], **ERRORS, 409: ErrorOut},
+    summary="Name the run that requests naming none belong to (a pytest session's own server)",
+    openapi_extra=json_body_doc({"run_id": "5f0c6a1e-3b59-4d5e-9a63-0c2f4f1b7d10"}),
+)
+def put_current_run(request: HttpRequest) -> Any:
+    """``run_id``: the run of the test running now (a UUID), or null when none is. Only a server started with
+    ``HARNESS_SESSION_SERVER`` (the plugin's own) takes it; a shared server answers 409."""
+    if not current.offered():
+        message = (
+            "This server is not a pytest session's own (HARNESS_SESSION_SERVER is off): each request names its run "
+            "(X-Harness-Run, or an API key harness-run-<id>, as harness.env() gives)"
+        )
+        raise HttpError(409, message)
+    body = read_json(request)
+    if not isinstance(body, dict):
+        raise invalid(("body",), 'must be an object: {"run_id": "<uuid>"} or {"run_id": null}')
+    if "run_id" not in body:
+        raise invalid(("body", "run_id"), "required: the run's id (a UUID), or null")
+    raw = body["run_id"]
+    try:
+        run_id = None if raw is None else uuid.UUID(raw if isinstance(raw, str) else "-")
+    except ValueError:
+        raise invalid(("body", "run_id"), f"must be a UUID or null, not {str(raw)[:80]!r}") from None
+    current.set_current(run_id)
+    return {"run_id": str(run_id) if run_id else None}
