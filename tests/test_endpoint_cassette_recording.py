@@ -211,7 +211,7 @@ def test_it_refuses_a_missing_cassette_when_strict(recording_server, transaction
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "x"}], extra_headers={"X-Harness-Cassette": "never-taped"}
         )
-    assert "Cassette 'never-taped' is not stored (HARNESS_VCR_STRICT is on)" in caught.value.body["message"]
+    assert "Cassette 'never-taped' is not stored: the server has none of that name" in caught.value.body["message"]
 
 
 def test_it_records_then_replays_in_auto_mode(auto_server, transactional_db):

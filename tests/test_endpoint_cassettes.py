@@ -264,16 +264,19 @@ def test_it_matches_bodies_as_json_whatever_their_key_order_and_spacing(strict_s
     assert response.status_code == 200
 
 
-def test_it_lets_the_scenario_answer_a_request_no_interaction_matches_unless_strict(oai, transactional_db):
-    """Not strict (the default), a request the cassette has no interaction for falls through to the engine."""
+def test_it_refuses_a_request_no_interaction_matches_rather_than_leave_it_to_the_engine(oai, transactional_db):
+    """Not strict (the default) too: a request that names a cassette gets it or an error, never the scenario's answer
+    (only a scenario's own cassette falls back to the scenario)."""
     upload("anthropic_simple_text.json")
     make_scenario("past-the-tape", [{"turn": 1, "response": {"kind": "text", "assistant_text": "From the scenario."}}])
-    reply = oai.chat.completions.create(
-        model="m",
-        messages=[{"role": "user", "content": "past-the-tape"}],
-        extra_headers={"X-Harness-Cassette": "anthropic_simple_text"},
-    )
-    assert reply.choices[0].message.content == "From the scenario."
+    with pytest.raises(openai.BadRequestError) as caught:
+        oai.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "past-the-tape"}],
+            extra_headers={"X-Harness-Cassette": "anthropic_simple_text"},
+        )
+    assert "No interaction of cassette 'anthropic_simple_text.json' (2 recorded)" in caught.value.body["message"]
+    assert "path: recorded /v1/messages, sent /v1/chat/completions" in caught.value.body["message"]
 
 
 def test_it_refuses_a_request_on_another_path_in_that_protocols_format(strict_server, transactional_db):
@@ -288,11 +291,26 @@ def test_it_refuses_a_request_on_another_path_in_that_protocols_format(strict_se
     assert "path: recorded /v1/messages, sent /v1/chat/completions" in caught.value.body["message"]
 
 
-def test_it_lets_the_engine_answer_when_the_cassette_is_not_stored(oai, transactional_db):
+def test_it_answers_a_cassette_not_stored_with_a_404_naming_it(oai, transactional_db):
     make_scenario("not-taped", [{"turn": 1, "response": {"kind": "text", "assistant_text": "From the scenario."}}])
-    reply = oai.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "not-taped"}], extra_headers={"X-Harness-Cassette": "nowhere"}
+    with pytest.raises(openai.NotFoundError) as caught:
+        oai.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "not-taped"}],
+            extra_headers={"X-Harness-Cassette": "nowhere"},
+        )
+    message = caught.value.body["message"]
+    assert message.startswith("Cassette 'nowhere' is not stored: the server has none of that name")
+    assert "manage.py load_cassettes DIR" in message and caught.value.body["param"] == "x-harness-cassette"
+
+
+def test_a_scenario_s_own_cassette_not_stored_leaves_the_answer_to_the_scenario(oai, transactional_db):
+    make_scenario(
+        "taped-elsewhere",
+        [{"turn": 1, "response": {"kind": "text", "assistant_text": "From the scenario."}}],
+        cassette="never_uploaded",
     )
+    reply = oai.chat.completions.create(model="m", messages=[{"role": "user", "content": "taped-elsewhere"}])
     assert reply.choices[0].message.content == "From the scenario."
 
 

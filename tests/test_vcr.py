@@ -26,27 +26,50 @@ def make_cassette(*bodies: Any, url: str = "https://api.anthropic.com/v1/message
 
 
 @pytest.mark.parametrize(
-    ("mode", "exists", "record", "strict", "action"),
+    ("mode", "exists", "record", "strict", "fallback", "action"),
     [
-        ("playback", True, False, False, "replay"),
-        ("playback", False, False, False, "engine"),
-        ("playback", False, False, True, "missing"),
-        ("playback", True, True, False, "record"),
-        ("record", True, False, False, "record"),
-        ("record", False, False, True, "record"),
-        ("auto", True, False, True, "replay"),
-        ("auto", False, False, True, "record"),
+        ("playback", True, False, False, False, "replay"),
+        ("playback", False, False, False, False, "missing"),  # named by a request: that cassette or an error
+        ("playback", False, False, False, True, "engine"),  # a scenario's own cassette: the scenario answers
+        ("playback", False, False, True, True, "missing"),
+        ("playback", True, True, False, False, "record"),
+        ("record", True, False, False, False, "record"),
+        ("record", False, False, True, False, "record"),
+        ("auto", True, False, True, False, "replay"),
+        ("auto", False, False, True, False, "record"),
     ],
 )
-def test_it_plans_by_mode_and_strictness(mode, exists, record, strict, action):
-    assert vcr.plan(mode, exists=exists, record=record, strict=strict) == action
+def test_it_plans_by_mode_and_strictness(mode, exists, record, strict, fallback, action):
+    assert vcr.plan(mode, exists=exists, record=record, strict=strict, fallback=fallback) == action
 
 
-def test_it_falls_through_to_the_provider_on_a_mismatch_only_in_auto_mode_when_not_strict():
+def test_it_refuses_a_mismatch_in_playback_and_falls_through_to_the_provider_in_auto_mode_when_not_strict():
     assert vcr.on_mismatch("auto", strict=False) == "record"
     assert vcr.on_mismatch("auto", strict=True) == "refuse"
-    assert vcr.on_mismatch("playback", strict=False) == "engine"
-    assert vcr.on_mismatch("playback", strict=True) == "refuse"
+    assert vcr.on_mismatch("playback", strict=False) == "refuse"
+    assert vcr.on_mismatch("playback", strict=False, fallback=True) == "engine"
+    assert vcr.on_mismatch("playback", strict=True, fallback=True) == "refuse"
+
+
+def test_the_one_rule_replays_refuses_or_records():
+    cassette = make_cassette({"model": "a"}, None)
+    stored = ("tape.json", cassette)
+    body = json.dumps({"model": "a"}).encode()
+    replayed = vcr.outcome("tape", stored, "POST", "/v1/messages", body, mode="playback", strict=False)
+    assert (replayed.action, replayed.name, replayed.replay.chunks) == ("replay", "tape.json", (b"#0",))
+    missing = vcr.outcome("gone", None, "POST", "/v1/messages", body, mode="playback", strict=False,
+                          header="x-harness-cassette", where="looked in /tapes")  # fmt: skip
+    assert (missing.action, missing.status, missing.param) == ("refuse", 404, "x-harness-cassette")
+    assert missing.message == "Cassette 'gone' is not stored: looked in /tapes"
+    broken = vcr.outcome("bad", "bad.json is not a VCR cassette", "POST", "/", b"", mode="playback", strict=False)
+    assert (broken.action, broken.status, broken.message) == ("refuse", 400, "bad.json is not a VCR cassette")
+    elsewhere = vcr.outcome("tape", stored, "POST", "/v1/chat/completions", body, mode="playback", strict=False)
+    assert (elsewhere.action, elsewhere.status) == ("refuse", 400)
+    assert "No interaction of cassette 'tape.json' (2 recorded)" in elsewhere.message
+    assert vcr.outcome("tape", stored, "POST", "/v1/x", body, mode="auto", strict=False).action == "record"
+    assert vcr.outcome("tape", None, "POST", "/v1/x", body, mode="playback", strict=False, fallback=True).action == (
+        "engine"
+    )
 
 
 def test_it_reads_the_mode():

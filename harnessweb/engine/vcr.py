@@ -1,10 +1,12 @@
-"""VCR cassettes on the wire, pure: what a request naming a cassette gets (replay, record, or the engine, by mode and
-strictness), which recorded interaction answers it (method, path, body), the bytes it replays, what a request that
-matches none is told, and a forwarded exchange written down as a cassette with its secrets redacted.
+"""VCR cassettes on the wire, pure: what a request naming a cassette gets (replay, record, refuse, or for a scenario's
+own cassette the scenario, by mode and strictness: :func:`outcome`, the one rule of the server's endpoint and the
+plugin's in-process transport), which recorded interaction answers it (method, path, body), the bytes it replays,
+what a request that matches none is told, and a forwarded exchange written down as a cassette with its secrets
+redacted.
 
 A cassette is the dict of the shared fixtures' format (``{version, test_name, recorded_at, interactions: [{request:
-{method, url, headers, body?}, response: {status, headers, body_chunks | body_chunks_base64}}]}``); the server
-validates it (``runs_app.ci.cassettes.CassetteFile``) before it comes here.
+{method, url, headers, body?}, response: {status, headers, body_chunks | body_chunks_base64}}]}``), checked
+(:mod:`harnessweb.engine.cassette_format`) before it comes here.
 """
 
 from __future__ import annotations
@@ -65,14 +67,16 @@ def file_name(name: str) -> str:
 # -- what a request naming a cassette gets ----------------------------------------------------------------------------
 
 
-def plan(mode: str, *, exists: bool, record: bool, strict: bool) -> str:
+def plan(mode: str, *, exists: bool, record: bool, strict: bool, fallback: bool = False) -> str:
     """What answers a request that names a cassette: ``replay`` it, ``record`` a new interaction from the upstream,
-    let the engine answer (``engine``: playback of a cassette not stored, not strict), or ``missing`` (a 404).
+    let the engine answer (``engine``), or ``missing`` (a 404 naming the cassette).
 
     ``record`` is the ``X-Harness-Record`` header: it records whatever the mode. Otherwise the mode says, as the
     seed's ``VCR_MODE``: playback replays, record records, auto replays a cassette that exists and records one that
-    does not. Strict (``VCR_STRICT``) fails where the others fall through: a cassette that is not stored is a 404
-    in playback rather than the engine's answer (see :func:`on_mismatch` for a request that matches no interaction).
+    does not. A cassette that is not stored, in playback, is a 404: a request that names a cassette gets that
+    cassette or an error, never another answer. Only a scenario's own cassette (``fallback``) leaves a cassette not
+    stored to the scenario, unless strict (``VCR_STRICT``: fail where the others fall through; see
+    :func:`on_mismatch` for a request that matches no interaction).
     """
     if record or mode == "record":
         return "record"
@@ -80,17 +84,72 @@ def plan(mode: str, *, exists: bool, record: bool, strict: bool) -> str:
         return "replay"
     if mode == "auto":
         return "record"
-    return "missing" if strict else "engine"
+    return "engine" if fallback and not strict else "missing"
 
 
-def on_mismatch(mode: str, *, strict: bool) -> str:
+def on_mismatch(mode: str, *, strict: bool, fallback: bool = False) -> str:
     """What a request gets when the cassette it names has no interaction that matches it (bodies compared as parsed
-    JSON: key order and spacing ignored): strict, ``refuse`` (a 400 showing the request, the closest recorded one
-    and the field paths where they differ); else it falls through, in auto mode to the upstream (``record``: the new
-    interaction is added to the cassette), in playback to the engine (``engine``: the scenario, or the lorem)."""
+    JSON: key order and spacing ignored): ``refuse`` (a 400 showing the request, the closest recorded one and the
+    field paths where they differ) when strict, and in playback; not strict, auto mode forwards it to the upstream
+    (``record``: the new interaction is added to the cassette), and a scenario's own cassette (``fallback``) in
+    playback leaves it to the scenario (``engine``)."""
     if strict:
         return "refuse"
-    return "record" if mode == "auto" else "engine"
+    if mode == "auto":
+        return "record"
+    return "engine" if fallback else "refuse"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a request naming a cassette gets (:func:`outcome`): ``replay`` (the recorded response), ``record``
+    (forward it and add the exchange to the cassette ``name``), ``engine`` (a scenario's cassette with nothing for
+    it: the scenario answers), or ``refuse`` (an error: ``status``, ``message``, and ``param`` the header to name)."""
+
+    action: str
+    name: str
+    replay: Replay | None = None
+    status: int = 0
+    message: str = ""
+    param: str | None = None
+
+
+def outcome(
+    name: str,
+    stored: tuple[str, Mapping[str, Any]] | str | None,
+    method: str,
+    path: str,
+    body: bytes,
+    *,
+    mode: str,
+    strict: bool,
+    record: bool = False,
+    header: str | None = None,
+    fallback: bool = False,
+    where: str = "",
+) -> Outcome:
+    """The one rule the server's endpoint and the plugin's in-process transport answer a request naming a cassette
+    by: ``stored`` is the cassette found under ``name`` as ``(its name, the cassette)``, None when none is, or a
+    message when what is stored is not a cassette; ``where`` says where it was looked for (the 404's end);
+    ``header`` names the header that named it, ``fallback`` a scenario's own cassette (:func:`plan`)."""
+    if isinstance(stored, str):
+        return Outcome("refuse", name, status=400, message=stored, param=header)
+    action = plan(mode, exists=stored is not None, record=record, strict=strict, fallback=fallback)
+    if action == "missing":
+        return Outcome("refuse", name, status=404, message=f"Cassette '{name}' is not stored: {where}", param=header)
+    if action != "replay" or stored is None:
+        return Outcome(action, stored[0] if stored else name)
+    stored_name, cassette = stored
+    sent = read_body(body)
+    index = find(cassette, method, path, sent)
+    if index is not None:
+        return Outcome("replay", stored_name, replay=replay(cassette["interactions"][index]))
+    then = on_mismatch(mode, strict=strict, fallback=fallback)
+    if then == "refuse":
+        return Outcome(
+            "refuse", stored_name, status=400, message=mismatch_message(stored_name, cassette, method, path, sent)
+        )
+    return Outcome(then, stored_name)
 
 
 # -- matching --------------------------------------------------------------------------------------------------------

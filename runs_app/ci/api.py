@@ -30,20 +30,15 @@ from harnessweb.apikit import (
     field_errors,
     form_value,
     inline_schema,
-    invalid,
     invalid_from,
     json_body_doc,
-    parse_json,
     read_uploads,
     store_items,
 )
-from runs_app.ci import junit
+from runs_app.ci import cassette_uploads, junit
 from runs_app.ci.cassettes import (
     CassetteFile,
     cassette_file_name,
-    has_control_characters,
-    leaked_secrets,
-    parse_cassette_name,
 )
 from runs_app.ci.schemas import (
     CassetteOut,
@@ -72,7 +67,6 @@ from runs_app.models import (
     Cassette,
     JudgeVerdict,
     JUnitReport,
-    Provider,
     Run,
     TestCaseResult,
 )
@@ -353,56 +347,17 @@ def _cassette_meta(request: HttpRequest, meta: CassetteMeta) -> CassetteMeta:
 
 @router.post(
     "/cassettes",
-    response={200: CassetteOut, 201: CassetteOut, **ERRORS},
-    summary="Upload a VCR cassette (raw JSON body or multipart file)",
+    response={200: CassetteOut, 201: CassetteOut, 207: BatchOut, **ERRORS},
+    summary="Upload VCR cassettes (raw JSON body, or one or more multipart files)",
     openapi_extra=_CASSETTE_BODY,
 )
 def upload_cassette(request: HttpRequest, meta: Query[CassetteMeta]) -> Any:
     """A cassette in the VCR format, kept byte for byte. Provider and scenario come from the name
     (``verify_{provider}_{scenario}.json`` or ``{provider}_{scenario}.json``) unless given. A cassette with a
     secret left in it (a secret header or query parameter, a key in a body) is refused, naming the file and place.
-    The same bytes uploaded again answer 200 with the stored cassette."""
-    meta = _cassette_meta(request, meta)
-    files, field = read_uploads(request, default_name=meta.name)
-    if len(files) != 1:
-        raise invalid(("file",), "Upload one cassette per request.")
-    upload_name, data = files[0]
-    try:
-        cassette = CassetteFile.model_validate(parse_json(data, field))
-    except PydanticValidationError as exc:
-        raise invalid_from(exc, *field) from exc
-    leaks = [{**leak, "loc": (*field, *leak["loc"])} for leak in leaked_secrets(cassette, upload_name)]
-    if leaks:
-        raise ValidationError(leaks)
-
-    name = cassette_file_name(meta.name or upload_name)
-    if has_control_characters(name):
-        # The name goes back out in the download's Content-Disposition header.
-        raise invalid(("query", "name"), "The name holds control characters.")
-    provider, scenario = meta.provider.strip(), meta.scenario.strip()
-    if not (provider and scenario):
-        parsed = parse_cassette_name(name, Provider.objects.values_list("name", flat=True)) if name else None
-        if parsed is None:
-            raise invalid(
-                ("query", "name"),
-                f"Cannot tell provider and scenario from the name {name!r}: name the file "
-                "verify_{provider}_{scenario}.json or {provider}_{scenario}.json, or pass provider and scenario.",
-            )
-        provider, scenario = provider or parsed[0], scenario or parsed[1]
-    if len(provider) > 100 or len(scenario) > 200:
-        raise invalid(("query", "name"), "The provider (100) or scenario (200 characters) in the name is too long.")
-    name = name or f"verify_{provider}_{scenario}.json"
-    run = None
-    if meta.run is not None:
-        run = Run.objects.filter(id=meta.run).first()
-        if run is None:
-            raise invalid(("query", "run"), f"No run {meta.run}")
-
-    digest = hashlib.sha256(data).hexdigest()
-    fields = {"name": name, "provider": provider, "scenario": scenario, "content": data, "size": len(data)}
-    row, created = Cassette.objects.get_or_create(digest=digest, defaults={**fields, "run": run, "commit": meta.commit})
-    row.duplicate = not created
-    return Status(201 if created else 200, row)
+    The same bytes uploaded again answer 200 with the stored cassette. Several multipart files answer 207 with a
+    result per file, each stored or refused on its own (``cassette_uploads.py``)."""
+    return cassette_uploads.upload(request, _cassette_meta(request, meta))
 
 
 class CassetteFilters(Schema):

@@ -1,16 +1,14 @@
-"""VCR cassettes: the file format (``{version, test_name, recorded_at, interactions}`` as in the shared fixtures),
-the secrets a stored one must not hold, and what a cassette's file name says about its provider and scenario."""
+"""VCR cassettes on the server: the secrets a stored one must not hold, and what a cassette's file name says about its
+provider and scenario. The file format itself (``CassetteFile``) is pure, in :mod:`harnessweb.engine.cassette_format`:
+the plugin reads cassettes too."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from harnessweb.engine.cassette_format import CassetteFile
 from harnessweb.engine.redaction import (
     REDACTED,
     SECRET_HEADERS,
@@ -29,50 +27,6 @@ SCENARIO_ALIASES = {
     "rate_limit_429": "error_rate_limit_429",
     "unicode_content": "unicode_text",
 }
-
-
-class _CassettePart(BaseModel):
-    # Recorders add fields of their own; the bytes are kept as sent, so unknown fields are let through.
-    model_config = ConfigDict(extra="allow")
-
-
-class CassetteRequest(_CassettePart):
-    method: str = Field(min_length=1)
-    url: str = Field(min_length=1)
-    headers: list[tuple[str, str]] = Field(default_factory=list)
-    body: Any = None
-
-
-class CassetteResponse(_CassettePart):
-    status: int = Field(ge=100, le=599)
-    headers: list[tuple[str, str]] = Field(default_factory=list)
-    body_chunks: list[str] | None = None
-    body_chunks_base64: list[str] | None = None
-
-    @model_validator(mode="after")
-    def _has_body(self) -> CassetteResponse:
-        if self.body_chunks is None and self.body_chunks_base64 is None:
-            raise ValueError("a response needs body_chunks or body_chunks_base64")
-        for chunk in self.body_chunks_base64 or ():
-            try:
-                base64.b64decode(chunk, validate=True)
-            except binascii.Error as exc:
-                raise ValueError(f"body_chunks_base64 holds a chunk that is not base64: {exc}") from exc
-        return self
-
-
-class CassetteInteraction(_CassettePart):
-    request: CassetteRequest
-    response: CassetteResponse
-
-
-class CassetteFile(_CassettePart):
-    """A VCR cassette in the format of shared/fixtures/vcr (``{version, test_name, recorded_at, interactions}``)."""
-
-    version: str
-    test_name: str | None = None
-    recorded_at: str | None = None
-    interactions: list[CassetteInteraction] = Field(min_length=1)
 
 
 def leaked_secrets(cassette: CassetteFile, file_name: str = "") -> Iterator[dict[str, Any]]:

@@ -17,9 +17,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
-from pydantic import ValidationError
 
 from harnessweb.engine import vcr
+from harnessweb.engine.cassette_format import CassetteFileError, read_cassette
 from harnessweb.engine.redaction import SECRET_HEADERS, redact_url
 from harnessweb.engine.routes import CASSETTE_HEADER, RECORD_HEADER
 from harnessweb.engine.schemas import Scenario
@@ -57,7 +57,7 @@ async def from_scenario(consumer: Any, scenario: Scenario | None) -> bool:
     cassette (True), or leave it to the scenario (False)."""
     if scenario is None or not scenario.cassette:
         return False
-    status = await answer(consumer, scenario.cassette, getattr(consumer, "raw_body", b""), record=False)
+    status = await answer(consumer, scenario.cassette, getattr(consumer, "raw_body", b""), record=False, fallback=True)
     if status is None:
         return False
     run = consumer.run
@@ -71,34 +71,31 @@ async def from_scenario(consumer: Any, scenario: Scenario | None) -> bool:
     return True
 
 
-async def answer(consumer: Any, name: str, body: bytes, *, record: bool) -> int | None:
-    """Replay, record or refuse, as the mode says, and return the status sent; None lets the engine answer."""
+# Where the server looks for a cassette a request names, and how one gets there: the end of its 404.
+WHERE = (
+    "the server has none of that name; upload it (POST /api/cassettes, manage.py load_cassettes DIR) or record it "
+    f"({RECORD_HEADER} with the provider's HARNESS_UPSTREAM_<PROVIDER>_URL set)"
+)
+
+
+async def answer(consumer: Any, name: str, body: bytes, *, record: bool, fallback: bool = False) -> int | None:
+    """Replay, record or refuse, as :func:`harnessweb.engine.vcr.outcome` says, and return the status sent; None
+    lets the engine answer (only for a scenario's own cassette, ``fallback``)."""
     stored = await sync_to_async(load)(name)
-    if isinstance(stored, str):  # stored, but not a cassette
-        return await refuse(consumer, 400, stored, CASSETTE_HEADER)
-    mode, strict = settings.HARNESS_VCR_MODE, settings.HARNESS_VCR_STRICT
-    action = vcr.plan(mode, exists=stored is not None, record=record, strict=strict)
-    if action == "engine":
-        return None
-    if action == "missing":
-        message = (
-            f"Cassette '{name}' is not stored (HARNESS_VCR_STRICT is on): upload it (POST /api/cassettes) or record "
-            f"it ({RECORD_HEADER} with the provider's HARNESS_UPSTREAM_<PROVIDER>_URL set)"
-        )
-        return await refuse(consumer, 404, message, CASSETTE_HEADER)
+    header = None if fallback else (RECORD_HEADER if record else CASSETTE_HEADER)
     method, path = consumer.scope["method"], consumer.scope["path"]
-    if action == "replay":
-        assert stored is not None
-        sent = vcr.read_body(body)
-        index = vcr.find(stored[1], method, path, sent)
-        if index is not None:
-            return await send_replay(consumer, vcr.replay(stored[1]["interactions"][index]))
-        then = vcr.on_mismatch(mode, strict=strict)
-        if then == "refuse":
-            return await refuse(consumer, 400, vcr.mismatch_message(stored[0], stored[1], method, path, sent))
-        if then == "engine":
-            return None
-    return await forward(consumer, stored[0] if stored else name, body)
+    then = vcr.outcome(
+        name, stored, method, path, body, mode=settings.HARNESS_VCR_MODE, strict=settings.HARNESS_VCR_STRICT,
+        record=record, header=header, fallback=fallback, where=WHERE,
+    )  # fmt: skip
+    if then.action == "engine":
+        return None
+    if then.action == "refuse":
+        return await refuse(consumer, then.status, then.message, then.param)
+    if then.action == "replay":
+        assert then.replay is not None
+        return await send_replay(consumer, then.replay)
+    return await forward(consumer, then.name, body)
 
 
 async def refuse(consumer: Any, status: int, message: str, param: str | None = None) -> int:
@@ -117,11 +114,9 @@ def load(name: str) -> tuple[str, dict[str, Any]] | str | None:
     if row is None:
         return None
     try:
-        data = json.loads(bytes(row.content))
-        CassetteFile.model_validate(data)
-    except (ValueError, ValidationError) as exc:
-        return f"Cassette '{row.name}' (#{row.pk}) is stored but is not a VCR cassette: {str(exc)[:300]}"
-    return row.name, data
+        return row.name, read_cassette(bytes(row.content), f"Cassette '{row.name}' (#{row.pk}) is stored but")
+    except CassetteFileError as exc:
+        return str(exc)[:400]
 
 
 async def send_replay(consumer: Any, replay: vcr.Replay) -> int:
