@@ -2,8 +2,8 @@
 
 A token is a run of letters, digits and underscores, or any other single non-space character, each with the
 whitespace before it (``"Hello, world!"`` is ``Hello`` ``,`` `` world`` ``!``: four tokens). Joining the tokens of
-a text gives the text back. ``usage`` counts with it (unless a scenario sets the counts), ``max_tokens`` cuts at it,
-and ``logprobs`` name its tokens.
+a text gives the text back. ``usage`` counts with it (unless a scenario sets the counts, or a default usage does:
+seed 000's fixed 64 / 32 / 96 on request), ``max_tokens`` cuts at it, and ``logprobs`` name its tokens.
 
 Pure: no Django, no I/O.
 """
@@ -16,9 +16,14 @@ from dataclasses import replace
 from functools import lru_cache
 
 from harnessweb.engine.exchange import Block, ChatRequest, Reply, Usage
+from harnessweb.engine.schemas import DefaultUsage
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
 Authored = tuple[int | None, int | None, int | None]
+COUNTED: Authored = (None, None, None)
+# Seed 000's usage where a scenario sets none (its TypeScript harness reports it for every turn).
+SEED_USAGE: Authored = (64, 32, 96)
+DEFAULT_USAGE_CHOICES = ("counted", "seed")
 # Tokens offered as the less likely alternatives: more than the 20 ``top_logprobs`` an API allows, so they never repeat.
 _ALTERNATIVES = (
     "the", " the", ",", ".", " and", " of", " to", " a", " in", " is", " lorem", " ipsum", "\n", " it", " that",
@@ -58,6 +63,34 @@ def counted(request: ChatRequest, blocks: tuple[Block, ...], authored: Authored 
     output_tokens = answer_tokens(blocks) if given_out is None else given_out
     total = input_tokens + output_tokens if given_total is None else given_total
     return Usage(input_tokens, output_tokens, total)
+
+
+def parse_default_usage(text: str, name: str = "HARNESS_DEFAULT_USAGE") -> str:
+    """A default usage setting (the server's ``HARNESS_DEFAULT_USAGE``, the plugin's ini option): ``counted`` (also
+    when empty) or ``seed``; a ``ValueError`` naming the setting for anything else."""
+    value = text.strip().lower() or "counted"
+    if value not in DEFAULT_USAGE_CHOICES:
+        raise ValueError(f"{name} must be 'counted' or 'seed', not {text!r}")
+    return value
+
+
+def default_counts(default: DefaultUsage | None) -> Authored:
+    """The counts a default usage sets: seed 000's for ``"seed"``, an object's own, none for ``"counted"`` (or none
+    given)."""
+    if default is None or default == "counted":
+        return COUNTED
+    if default == "seed":
+        return SEED_USAGE
+    return (default.input_tokens, default.output_tokens, default.total_tokens)  # type: ignore[union-attr]
+
+
+def over_default(authored: Authored, default: Authored) -> Authored:
+    """A turn's own counts over the default's: each count the turn sets wins, the others are the default's; the
+    total is the default's only when the turn sets no count (else input + output, as counted)."""
+    if authored == COUNTED:
+        return default
+    given_in, given_out, given_total = authored
+    return (default[0] if given_in is None else given_in, default[1] if given_out is None else given_out, given_total)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -118,10 +151,11 @@ def limited(reply: Reply, request: ChatRequest) -> Reply:
     return replace(reply, blocks=tuple(blocks), finish=finish, cuts=tuple(cuts))  # type: ignore[arg-type]
 
 
-def finished(reply: Reply, request: ChatRequest) -> Reply:
-    """The reply as served: cut at the request's limits, with its usage counted where the scenario sets none."""
+def finished(reply: Reply, request: ChatRequest, default: Authored = COUNTED) -> Reply:
+    """The reply as served: cut at the request's limits, with its usage counted where neither the scenario nor the
+    ``default`` (:func:`default_counts`) sets it."""
     reply = limited(reply, request)
-    usage = counted(request, reply.blocks, reply.authored_usage)
+    usage = counted(request, reply.blocks, over_default(reply.authored_usage, default))
     return reply if usage == reply.usage else replace(reply, usage=usage)
 
 

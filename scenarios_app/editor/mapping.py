@@ -81,7 +81,7 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     if kind == "text":
         # Required for a text answer, and an empty answer is a valid one.
         response["assistant_text"] = turn["assistant_text"]
-    else:
+    elif kind != "structured":  # structured data is all a structured turn answers
         _put(response, "assistant_text", turn["assistant_text"])
     if kind == "tool-call":
         calls = []
@@ -99,6 +99,8 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
         _put(response, "status", turn["status"])
         if turn["report_content_json"].strip():
             response["report_content_json"] = _json(turn["report_content_json"], f"{p}report_content_json", errors)
+    elif kind == "structured" and turn["data"].strip():  # left empty: the model says it is required
+        response["data"] = _json(turn["data"], f"{p}data", errors)
     response["reasoning"] = reasoning
 
     data: dict[str, Any] = {"response": response}
@@ -223,6 +225,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "report_format": _str(response.get("report_format", "markdown")),
         "report_content_json": "" if report_json is None else pretty_json(report_json),
         "status": _str(response.get("status", "success")),
+        "data": "" if response.get("data") is None else pretty_json(response["data"]),
         "expected_tools": ", ".join(turn.get("expected_tools") or []),
         "allow_missing_tools": bool(turn.get("allow_missing_tools", False)),
         "ignore_tool_choice": bool(turn.get("ignore_tool_choice", False)),
@@ -313,6 +316,8 @@ def form_problem(data: Mapping[str, Any]) -> str:
         return "the cassette it replays is named on the raw tab"
     if data.get("require_key"):
         return "its key requirement (require_key) is set on the raw tab"
+    if data.get("default_usage") is not None:
+        return "its default usage (default_usage) is set on the raw tab"
     if _has_provider_fields(data):
         return "its provider metadata and redacted thinking are edited on the raw tab"
     state = scenario_to_state(data)

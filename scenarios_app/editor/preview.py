@@ -97,6 +97,7 @@ def build_preview(scenario: ScenarioSchema, turn: int, protocol: str) -> Preview
         header_scenario=scenario.id,
         pacing_enabled=False,
         signature_key=settings.HARNESS_SIGNATURE_KEY,
+        default_usage=settings.HARNESS_DEFAULT_USAGE,
     )
     encoded = wire.encode_reply(decision.reply, request)
     preview = Preview(
