@@ -1,7 +1,8 @@
 """Activation by one environment variable (seed 002 §8.1): a Python process started with ``HARNESS_ACTIVATE`` (a
 scenarios folder, or a server URL naming a run) answers its ``llm`` models and default SDK clients from the harness,
-with no code of its own; and the package built as a wheel and installed elsewhere carries the ``.pth`` that does it,
-its pytest plugin and its engine."""
+with no code of its own, in every install: this project's own virtualenv (``make setup``'s editable install), an
+editable install elsewhere, and the package built as a wheel and installed elsewhere, which carries the ``.pth``
+that does it, its pytest plugin and its engine."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pytest
 from runs_app.models import Run
 
 ROOT = Path(__file__).resolve().parent.parent
-PTH = (ROOT / "harnessweb-activate.pth").read_text()
 CHILD = """
 import httpx2, llm, openai
 reply = openai.OpenAI().chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "greeting"}])
@@ -37,22 +37,70 @@ SCENARIO = {
 }
 
 
-def run_child(env: dict[str, str], code: str, python: str = sys.executable, activate_by_hand: bool = True):
+def run_child(env: dict[str, str], code: str, python: str = sys.executable):
+    """``code`` in a new interpreter (this project's own virtualenv unless ``python`` is given), activated by
+    nothing but its install and ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL", "_ACTIVATE"))}
-    prelude = PTH if activate_by_hand else ""  # the .pth line, as site.py runs it in an installed package
-    done = subprocess.run(
-        [python, "-c", prelude + "\n" + code], env={**clean, **env}, capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([python, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
 
-def test_it_answers_a_process_from_a_scenarios_folder(tmp_path: Path) -> None:
+def test_it_answers_a_process_of_the_projects_own_virtualenv(tmp_path: Path) -> None:
+    # make setup's editable install, followed as the README says: the variable alone activates it
+    assert Path(sys.prefix).resolve() == (ROOT / ".venv").resolve(), f"not the project's .venv: {sys.prefix}"
     (tmp_path / "greeting.json").write_text(json.dumps(SCENARIO))
     env = {"HARNESS_ACTIVATE": str(tmp_path), "LLM_USER_PATH": str(tmp_path / "llm")}
     lines = run_child(env, CHILD)
     assert lines[:2] == ["Hello from the scenario", "Hello from the scenario"]
     assert lines[2].startswith("refused:") and "api.mistral.ai" in lines[2]
+
+
+def test_activating_twice_patches_once(tmp_path: Path) -> None:
+    env = {"HARNESS_ACTIVATE": str(tmp_path), "LLM_USER_PATH": str(tmp_path / "llm")}
+    code = (
+        "import httpx2, llm\n"
+        "from harnessweb.testing import activation\n"
+        "patched = (llm.get_model, httpx2.HTTPTransport.handle_request)\n"
+        "activation.activate()\n"
+        "print(patched == (llm.get_model, httpx2.HTTPTransport.handle_request))\n"
+    )
+    assert run_child(env, code) == ["True"]
+
+
+def source_copy(tmp_path: Path) -> Path:
+    """The checkout copied (setuptools builds in the source folder, and a stale build/ there would be packaged)."""
+    source = tmp_path / "source"
+    skip = shutil.ignore_patterns(".*", "node_modules", "build", "*.egg-info", "__pycache__", "*.sqlite3*", "docs")
+    shutil.copytree(ROOT, source, ignore=skip)
+    return source
+
+
+def bare_venv(tmp_path: Path) -> str:
+    """A new virtualenv whose dependencies come from this project's environment (a path, so its editable install
+    stays out); its python."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    deps = next(p for p in sys.path if p.endswith("site-packages"))
+    site = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(site) / "deps.pth").write_text(deps + "\n")
+    return str(venv / "bin" / "python")
+
+
+def test_it_answers_a_process_of_an_editable_install_elsewhere(tmp_path: Path) -> None:
+    source, python = source_copy(tmp_path), bare_venv(tmp_path)
+    pip = [sys.executable, "-m", "pip", "--python", python]
+    subprocess.run([*pip, "install", "--no-deps", "-q", "-e", str(source)], check=True, capture_output=True)
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "greeting.json").write_text(json.dumps(SCENARIO))
+    env = {"HARNESS_ACTIVATE": str(tmp_path / "scenarios"), "LLM_USER_PATH": str(tmp_path / "llm")}
+    code = "import harnessweb; print(harnessweb.__file__)\n" + CHILD
+    lines = run_child(env, code, python=python)
+    assert lines[0] == str(source / "harnessweb" / "__init__.py")  # the checkout itself: an editable install
+    assert lines[1:3] == ["Hello from the scenario", "Hello from the scenario"]
 
 
 def test_it_leaves_a_process_without_the_variable_alone(tmp_path: Path) -> None:
@@ -77,18 +125,9 @@ def test_it_installs_from_a_wheel_with_its_plugin_and_activation(tmp_path: Path)
     wheels = tmp_path / "wheels"
     pip = [sys.executable, "-m", "pip"]
     quiet = {"check": True, "capture_output": True, "timeout": 300}
-    # Built from a copy: setuptools builds in the source folder, and a stale build/ there would go into the wheel.
-    source = tmp_path / "source"
-    skip = shutil.ignore_patterns(".*", "node_modules", "build", "*.egg-info", "__pycache__", "*.sqlite3*", "docs")
-    shutil.copytree(ROOT, source, ignore=skip)
+    source = source_copy(tmp_path)
     subprocess.run([*pip, "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)], **quiet)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], **quiet)
-    python = str(venv / "bin" / "python")
-    # The dependencies come from this project's environment (a path, so its editable install stays out); the
-    # package itself only from the wheel.
-    deps = next(p for p in sys.path if p.endswith("site-packages"))
-    (venv / "lib" / "python3.11" / "site-packages" / "deps.pth").write_text(deps + "\n")
+    python = bare_venv(tmp_path)  # the package itself only from the wheel
     wheel = next(wheels.glob("harnessweb-*.whl"))
     subprocess.run([*pip, "--python", python, "install", "--no-deps", "-q", str(wheel)], **quiet)
 
@@ -96,8 +135,8 @@ def test_it_installs_from_a_wheel_with_its_plugin_and_activation(tmp_path: Path)
     (tmp_path / "scenarios" / "greeting.json").write_text(json.dumps(SCENARIO))
     env = {"HARNESS_ACTIVATE": str(tmp_path / "scenarios"), "LLM_USER_PATH": str(tmp_path / "llm")}
     code = "import harnessweb; print(harnessweb.__file__)\n" + CHILD
-    lines = run_child(env, code, python=python, activate_by_hand=False)  # the installed .pth does it
-    assert lines[0].startswith(str(venv))
+    lines = run_child(env, code, python=python)  # the installed .pth does it
+    assert lines[0].startswith(str(tmp_path / "venv"))
     assert lines[1:3] == ["Hello from the scenario", "Hello from the scenario"]
 
     project = tmp_path / "project"

@@ -104,7 +104,7 @@ def test_mock_tracks_call_history(mock_llm_calls):
     llm.get_model("m").prompt("first", temperature=0.5, max_tokens=10).text()
     call = mock_llm_calls.get_model("m").call_history[0]
     assert (call["prompt"], call["prompt_length"], call["temperature"], call["max_tokens"]) == ("first", 5, 0.5, 10)
-    assert call["timestamp"] and call["error"] is None and call["response"]["json"] == {"success": True}
+    assert call["timestamp"] and call["error"] is None and call["response"] == {"success": True}
 
 
 def test_mock_handles_schema_responses(mock_llm_responses):
@@ -117,7 +117,7 @@ def test_mock_simulates_errors(mock_llm_responses):
     mock_llm_responses.set_error("anthropic/claude", ValueError("API key invalid"))
     with pytest.raises(ValueError, match="API key invalid"):
         llm.get_model("anthropic/claude").prompt("x").text()
-    assert llm.get_model("anthropic/claude").call_history[0]["error"]["message"] == "API key invalid"
+    assert llm.get_model("anthropic/claude").call_history[0]["error"] == "API key invalid"
 
 
 def test_mock_isolation_between_tests_a(mock_llm_calls):

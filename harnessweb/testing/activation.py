@@ -1,7 +1,8 @@
 """Activation by environment (seed 002 §8.1): one variable, ``HARNESS_ACTIVATE``, makes any Python process where the
 package is installed (a CLI a test starts as a subprocess, say) answer its ``llm`` models and its default SDK
 clients from the harness. The package's ``harnessweb-activate.pth`` calls :func:`activate` at interpreter start when
-the variable is set.
+the variable is set; the package's build backend (``build_backend/harness_backend.py``) puts that file into every
+wheel, editable ones too, so every install has it.
 
 - A scenarios folder or file: a harness of the process's own answers in-process (scenarios, instruction blocks,
   the lorem, seed 002's default for ``llm`` models), and requests to other real providers are refused.
@@ -21,6 +22,7 @@ from harnessweb.testing.harness import Harness
 
 VARIABLE = "HARNESS_ACTIVATE"
 _process: Harness | None = None
+_activated = ""  # what activate() answered from: once per process (the .pth, then maybe code, may both call it)
 
 
 def process_harness() -> Harness:
@@ -47,7 +49,11 @@ def activate() -> None:
     """Answer this process's ``llm`` models and default SDK clients from the harness ``HARNESS_ACTIVATE`` names."""
     import llm
 
+    global _activated
     where = os.environ[VARIABLE]
+    if _activated:
+        return
+    _activated = where
     if where.startswith(("http://", "https://")):
         url, _, query = where.partition("?")
         url = url.rstrip("/")

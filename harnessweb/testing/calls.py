@@ -8,12 +8,14 @@ Pure: no Django, no I/O.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from harnessweb.engine import asked
 from harnessweb.engine.exchange import ChatRequest
 from harnessweb.engine.redaction import redact_json, redact_text, redact_url
+
+_UNSET: Any = object()
 
 
 @dataclass
@@ -38,13 +40,19 @@ class Call:
     response: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     duration_ms: float | None = None
-    # How it was answered: "configured" (set_response/set_error), "scenario", "instruction", "lorem" or "default".
+    # How it was answered: "configured" (set_response/set_error), "scenario", "instruction", "lorem", "default" or
+    # "cassette" (replayed in-process: cassettes.py).
     answered_by: str = ""
     # Where its API key came and its fingerprint ({"place", "fingerprint"}, never the key), None without one; the
     # validation failure it got ("" for none): a scenario's expectation, or the key the test expects.
     key: dict[str, str] | None = None
     problem: str = ""
     body: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the request body as sent
+    # The configured answer or error (``configured.Answer`` / ``Error``) that answered it, None for any other.
+    configured: Any = field(default=None, repr=False, compare=False)
+    # Seed 002's ``response`` as the ``llm`` boundary answered it (a JSON answer's value, a text answer's text, the
+    # model's default); _UNSET for a call on a wire, whose ``call["response"]`` is read from ``configured``.
+    answer: Any = field(default=_UNSET, repr=False, compare=False)
     started: float = field(default_factory=time.perf_counter, repr=False, compare=False)
 
     @property
@@ -56,7 +64,27 @@ class Call:
         """Seed 002's ``kwargs``: the schema by name, temperature, model and every other parameter."""
         return {"schema": schema_name(self.schema), "temperature": self.temperature, "model": self.model, **self.params}
 
+    @property
+    def answered(self) -> Any:
+        """Seed 002's ``response`` (§4.2): what the call was answered with as configured (a JSON answer's value, a
+        text answer's text, the ``llm`` default), or the text it got; None for a call that failed."""
+        if self.error is not None or self.response is None:
+            return None
+        if self.answer is not _UNSET:
+            return self.answer
+        if getattr(self.configured, "has_json", False):
+            return self.configured.json
+        return self.response.get("text")
+
     def __getitem__(self, name: str) -> Any:
+        # Read as a dict, a call is seed 002's record: "response" what was answered, "error" the message; the
+        # structured records stay the attributes, and "response_record" / "error_record" as a dict.
+        if name == "response":
+            return self.answered
+        if name == "error":
+            return None if self.error is None else self.error.get("message")
+        if name in ("response_record", "error_record"):
+            return getattr(self, name.removesuffix("_record"))
         if name in ("prompt_length", "kwargs"):
             return getattr(self, name)
         if name not in self.__dataclass_fields__:
@@ -64,8 +92,8 @@ class Call:
         return getattr(self, name)
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["started"], data["body"]
+        data = asdict(replace(self, configured=None))
+        del data["started"], data["body"], data["configured"], data["answer"]
         return {**data, "prompt_length": self.prompt_length}
 
     def finish(self) -> None:
@@ -120,9 +148,6 @@ def schema_name(schema: dict[str, Any] | None) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Assertions
-
-
-_UNSET: Any = object()
 
 
 def _schema_matches(expected: Any, actual: dict[str, Any] | None) -> bool:

@@ -8,7 +8,9 @@ Where real ``llm`` and seed 002 disagree, a response satisfies both: ``response.
 (a string that can be called), ``response.usage()`` (llm's ``Usage``) and ``response.usage`` (seed 002's
 ``{"input_tokens", "output_tokens"}``, a dict that can be called), and ``response.json()`` the answer parsed as
 JSON (seed 002; it raises ``json.JSONDecodeError`` for a plain-text answer) where real llm returns the provider's
-raw JSON.
+raw JSON. As in seed 002, ``model.prompt(...)`` is the call (recorded, a configured exception raised, when it
+is made; llm's own conversations build their responses themselves and stay lazy), streamed chunks are strings
+with a ``.text``, and each model has a ``model_name`` and a ``default_response``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from harnessweb.engine.exchange import ChatRequest, Message, word_chunks
 from harnessweb.testing.calls import Call
 
 LLM_PATH = "llm"
+_HARNESS_DEFAULT: Any = object()  # a model whose default_response was never set answers the harness's
 
 
 class HarnessModelError(llm.ModelError):
@@ -44,6 +47,14 @@ class _Text(str):
 
     def __call__(self) -> str:
         return str(self)
+
+
+class _Chunk(str):
+    """A streamed chunk: the string real llm yields, with seed 002's ``chunk.text`` (§10.2)."""
+
+    @property
+    def text(self) -> _Text:
+        return _Text(self)
 
 
 class _UsageView(dict):
@@ -90,6 +101,27 @@ class _History:
     def __init__(self, harness: Any, model_id: str) -> None:
         self.harness = harness
         self.model_id = model_id
+        self._default: Any = _HARNESS_DEFAULT
+
+    @property
+    def model_name(self) -> str:
+        """Seed 002's name for ``model_id``."""
+        return self.model_id
+
+    @property
+    def default_response(self) -> Any:
+        """What this model answers when nothing is configured and nothing matched (seed 002's per-model default):
+        the harness's (``harness_llm_default``) until set; a string is a text answer, None the engine's lorem."""
+        return self.harness.options.llm_default if self._default is _HARNESS_DEFAULT else self._default
+
+    @default_response.setter
+    def default_response(self, value: Any) -> None:
+        self._default = value
+
+    def _answer_now(self, response: Any) -> None:
+        """Seed 002's ``prompt()`` is the call: take it now (recorded, a configured exception raised here), and let
+        the response's reading yield what it got."""
+        response._harness_chunks = _answer(self, response.prompt, response, response.conversation, response.stream)
 
     @property
     def call_history(self) -> list[Call]:
@@ -140,10 +172,10 @@ def _answer(model: Any, prompt: llm.Prompt, response: llm.Response, conversation
             call.error = {"status": None, "kind": failure.status, "message": failure.message}
             raise HarnessModelError(failure.status, failure.message, failure.retry_after_ms)
         reply = decision.reply
-        text = reply.text
-        if decision.mode == "lorem" and harness.options.llm_default is not None and not request.schema_json:
-            text = json.dumps(harness.options.llm_default)
-            call.answered_by = "default"
+        text, default = reply.text, model.default_response
+        if decision.mode == "lorem" and default is not None and not request.schema_json:
+            text = default if isinstance(default, str) else json.dumps(default)
+            call.answered_by, call.answer = "default", default
         for tool_call in reply.tool_calls:
             arguments = json.loads(tool_call["arguments"] or "{}")
             response.add_tool_call(
@@ -158,7 +190,10 @@ def _answer(model: Any, prompt: llm.Prompt, response: llm.Response, conversation
             "finish_reason": reply.finish,
             "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": output},
         }
-        return word_chunks(text, reply.chunk_words) if stream else [text]
+        if call.answered_by != "default":  # seed 002's record: a JSON answer's value as configured, else the text
+            configured = call.configured
+            call.answer = configured.json if getattr(configured, "has_json", False) else text
+        return [_Chunk(chunk) for chunk in word_chunks(text, reply.chunk_words)] if stream else [_Chunk(text)]
     finally:
         call.finish()
 
@@ -176,20 +211,32 @@ class HarnessModel(_History, llm.Model):
     def prompt(self, prompt: str | None = None, **kwargs: Any) -> HarnessResponse:  # type: ignore[override]
         response = super().prompt(prompt, **kwargs)
         response.__class__ = HarnessResponse  # seed 002's reading of text, usage and json (see the docstring)
+        self._answer_now(response)
         return response  # type: ignore[return-value]
 
     def execute(self, prompt: llm.Prompt, stream: bool, response: llm.Response, conversation: Any) -> Iterator[str]:
-        yield from _answer(self, prompt, response, conversation, stream)
+        yield from _taken(self, prompt, response, conversation, stream)
 
 
 class HarnessAsyncModel(_History, llm.AsyncModel):
     """The async twin: ``llm.get_async_model(name)``."""
 
+    def prompt(self, prompt: str | None = None, **kwargs: Any) -> Any:  # type: ignore[override]
+        response = super().prompt(prompt, **kwargs)
+        self._answer_now(response)
+        return response
+
     async def execute(  # type: ignore[override]
         self, prompt: llm.Prompt, stream: bool, response: Any, conversation: Any
     ) -> AsyncIterator[str]:
-        for chunk in _answer(self, prompt, response, conversation, stream):
+        for chunk in _taken(self, prompt, response, conversation, stream):
             yield chunk
+
+
+def _taken(model: Any, prompt: llm.Prompt, response: Any, conversation: Any, stream: bool) -> list[str]:
+    """What ``prompt()`` already answered, else (a conversation's prompt, which llm builds itself) the call now."""
+    chunks = response.__dict__.pop("_harness_chunks", None)
+    return chunks if chunks is not None else _answer(model, prompt, response, conversation, stream)
 
 
 class WireModel(llm.Model):

@@ -1,5 +1,7 @@
 """Seed 002's names on top of the harness: ``mock_llm_calls`` (a mocked ``llm.get_model``), ``mock_llm_responses``,
-and ``create_mock_get_model`` for code outside pytest (a context manager in unittest or a script)."""
+and ``create_mock_get_model`` for code outside pytest (a context manager in unittest or a script). Seed 002's
+``set(model, response)`` means "this model now answers this": it replaces the model's configured answers (a
+conftest's default, then a test's own), where ``harness.set_response`` queues; ``sequence`` queues on purpose."""
 
 from __future__ import annotations
 
@@ -27,16 +29,28 @@ def patch_llm(monkeypatch: Any, harness: Harness) -> None:
 
 
 def configure(harness: Harness, model: str | None, response: Any) -> None:
-    """Seed 002's ``set(model, response)``: a string is a text answer, anything else a JSON answer."""
-    if isinstance(response, str):
-        harness.set_response(text=response, model=model)
-    else:
-        harness.set_response(json=response, model=model)
+    """Seed 002's ``set(model, response)``: this model now answers this (a string as text, anything else as JSON),
+    in place of what was set for it before (a conftest's default, say); its errors stay."""
+    sequence(harness, model, [response])
+
+
+def sequence(harness: Harness, model: str | None, responses: list[Any]) -> None:
+    """These answers in order, then the last one stays, in place of what was set for this model before."""
+    if not isinstance(responses, list | tuple) or not responses:
+        raise TypeError(f"sequence takes a non-empty list of responses, got {responses!r}")
+    for earlier in harness.answers.answers:
+        if earlier.model == model:  # spent: never answers again (answers are only appended: server mode's script)
+            earlier.used = max(earlier.used, 1)
+    for response in responses:
+        if isinstance(response, str):
+            harness.set_response(text=response, model=model)
+        else:
+            harness.set_response(json=response, model=model)
 
 
 class MockGetModel:
     """The mocked ``llm.get_model``: call it with a name for that model; ``get_model``, ``models``, ``reset`` and
-    ``set_response`` as in seed 002 §3.3."""
+    ``set_response`` as in seed 002 §3.3 (and ``sequence``, ``set_error``)."""
 
     def __init__(self, harness: Harness) -> None:
         self.harness = harness
@@ -51,23 +65,34 @@ class MockGetModel:
         return self.harness.models
 
     def reset(self) -> None:
+        """Seed 002's "Clear all models": the models handed out, their answers and history."""
         self.harness.reset()
 
     def set_response(self, model: str, response: Any) -> None:
+        """This model now answers ``response`` (it replaces what was set for the model before)."""
         configure(self.harness, model, response)
+
+    def sequence(self, model: str, responses: list[Any]) -> None:
+        """This model answers ``responses`` in order, then the last one stays."""
+        sequence(self.harness, model, responses)
 
     def set_error(self, model: str, error: BaseException | str, times: int | str = "always") -> None:
         self.harness.set_error(error, times=times, model=model)
 
 
 class ResponseConfigurator:
-    """Seed 002's ``mock_llm_responses``: ``set``, ``set_error``, ``get_model``."""
+    """Seed 002's ``mock_llm_responses``: ``set``, ``sequence``, ``set_error``, ``get_model``."""
 
     def __init__(self, harness: Harness) -> None:
         self.harness = harness
 
     def set(self, model: str, response: Any) -> None:
+        """This model now answers ``response`` (it replaces what was set for the model before)."""
         configure(self.harness, model, response)
+
+    def sequence(self, model: str, responses: list[Any]) -> None:
+        """This model answers ``responses`` in order, then the last one stays."""
+        sequence(self.harness, model, responses)
 
     def set_error(self, model: str, error: BaseException | str, times: int | str = "always") -> None:
         self.harness.set_error(error, times=times, model=model)

@@ -1,0 +1,72 @@
+"""The package's build backend (``[build-system]`` in pyproject.toml): setuptools' own, plus the activation file
+``harnessweb-activate.pth`` at the root of every wheel it builds, editable wheels included.
+
+Why a backend of its own: ``HARNESS_ACTIVATE`` works by a ``.pth`` line that site.py runs at every interpreter start,
+and a ``.pth`` only works from site-packages. setuptools' ``data-files`` put it there for regular wheels only: its
+editable wheels (PEP 660: ``pip install -e``, ``make setup``) leave data files out, so the variable did nothing in
+an editable install. A file at a wheel's root is installed into site-packages (purelib) by every installer, for any
+Python version and in either kind of wheel, so the one file goes in the same way everywhere.
+
+In an editable install the file sorts after setuptools' own ``__editable__.harnessweb-*.pth`` (``_`` before
+``h``), so the package is importable when its line runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from setuptools import build_meta
+from setuptools.build_meta import (  # noqa: F401  (the other hooks, as setuptools answers them)
+    build_sdist,
+    get_requires_for_build_editable,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_editable,
+    prepare_metadata_for_build_wheel,
+)
+
+PTH = "harnessweb-activate.pth"
+# PEP 517 runs the hooks in the project's folder; the file is the one the checkout (or the sdist) holds.
+SOURCE = Path(__file__).resolve().parent.parent / PTH
+
+
+def build_wheel(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
+    name = build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)
+    add_to_root(Path(wheel_directory) / name, PTH, SOURCE.read_bytes())
+    return name
+
+
+def build_editable(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
+    name = build_meta.build_editable(wheel_directory, config_settings, metadata_directory)
+    add_to_root(Path(wheel_directory) / name, PTH, SOURCE.read_bytes())
+    return name
+
+
+def add_to_root(wheel: Path, name: str, data: bytes) -> None:
+    """Put ``data`` at ``name`` in the wheel's root, with its line in the RECORD (the wheel's list of files and
+    their hashes, which installers check); the ``.dist-info`` folder stays last, as the wheel format asks."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    rewritten = wheel.with_name(wheel.name + ".part")
+    with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(rewritten, "w", zipfile.ZIP_DEFLATED) as new:
+        entries = [info for info in old.infolist() if info.filename != name]
+        info_dir = [info for info in entries if info.filename.split("/")[0].endswith(".dist-info")]
+        for info in [info for info in entries if info not in info_dir]:
+            new.writestr(info, old.read(info))
+        added = zipfile.ZipInfo(name, date_time=(info_dir or entries)[0].date_time)
+        added.external_attr = 0o644 << 16
+        new.writestr(added, data, zipfile.ZIP_DEFLATED)
+        for info in info_dir:
+            content = old.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                lines = [line for line in content.decode().splitlines() if not line.startswith(f"{name},")]
+                content = "\n".join([f"{name},sha256={digest},{len(data)}", *lines, ""]).encode()
+            new.writestr(info, content)
+    rewritten.replace(wheel)
