@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.engine.vcr import parse_mode as parse_vcr_mode
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -138,8 +139,17 @@ if HARNESS_UNMATCHED not in ("lorem", "error"):
 # the database on every request instead, for hosts that share the database but not a file system).
 HARNESS_CATALOG_STAMP = os.environ.get("HARNESS_CATALOG_STAMP", "")
 HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
+# The usage of answers that set none: "counted" (the request and the answer) or "seed" (seed 000's 64 input, 32
+# output, 96 total); a scenario's own default_usage wins, and a turn's usage over both.
+try:
+    HARNESS_DEFAULT_USAGE = parse_default_usage(os.environ.get("HARNESS_DEFAULT_USAGE", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # Requests must carry their API key where their provider reads it, else the provider's own 401 (off: lorem for all).
 HARNESS_REQUIRE_KEY = envbool("HARNESS_REQUIRE_KEY")
+# A server one pytest session owns (the plugin sets it for the server it starts): a request naming no run belongs to
+# the run of the test running now, which the plugin names (PUT /api/current-run; runs_app/endpoint/current.py).
+HARNESS_SESSION_SERVER = envbool("HARNESS_SESSION_SERVER")
 # Events kept in memory while the database is unreachable; beyond it the oldest are dropped, and counted on their run.
 HARNESS_RECORDER_BUFFER = envint("HARNESS_RECORDER_BUFFER", 100_000)
 # A benchmark-only switch (tests/benchmarks/load.py's recording-off rows): runs are resolved as usual but nothing is

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from harnessweb.engine import tokens
+from harnessweb.engine import structured, tokens
 from harnessweb.engine.exchange import (
     ALWAYS,
     FALLBACK_CHUNK_WORDS,
@@ -35,12 +35,14 @@ from harnessweb.engine.exchange import (
 from harnessweb.engine.expectations import key_expectations, system_prompt_expectations, turn_expectations
 from harnessweb.engine.fallback import instruction_reply, lorem_reply, parse_instruction
 from harnessweb.engine.schemas import (
+    DefaultUsage,
     EmbeddingPin,
     ExpectKey,
     FailureScope,
     FinalReportResponse,
     Scenario,
     ScenarioTurn,
+    StructuredResponse,
     TextResponse,
     ToolCallResponse,
 )
@@ -61,7 +63,7 @@ class Catalog:
     pins: dict[str, EmbeddingPin] = field(default_factory=dict)
     # Replies of scripted turns, built once per catalog: the same turn always gets the same reply (and, through
     # the encoders' caches, the same bytes).
-    replies: dict[tuple[str, int, bool, str], Reply] = field(default_factory=dict, compare=False, hash=False)
+    replies: dict[tuple[Any, ...], Reply] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def build(cls, scenarios: list[Scenario]) -> Catalog:
@@ -126,7 +128,9 @@ def _error_turn(turn: int, message: str, *, assistant_text: str, heading: str) -
     )
 
 
-def _blocks_for(step: ScenarioTurn, id_seed: str, signature_key: str) -> tuple[tuple[Block, ...], bool]:
+def _blocks_for(
+    step: ScenarioTurn, id_seed: str, signature_key: str, request: ChatRequest | None = None
+) -> tuple[tuple[Block, ...], bool]:
     response = step.response
     blocks = [
         # Redacted thinking shows no text anywhere, whatever text the entry holds.
@@ -138,6 +142,9 @@ def _blocks_for(step: ScenarioTurn, id_seed: str, signature_key: str) -> tuple[t
     has_tools = False
     if isinstance(response, TextResponse):
         blocks.append(Block(type="text", text=response.assistant_text))
+    elif isinstance(response, StructuredResponse):  # where the request asks for it (a structured turn needs one)
+        blocks.extend(structured.blocks(response.data, request or ChatRequest("", ""), id_seed))
+        has_tools = any(b.type == "tool_call" for b in blocks)
     elif isinstance(response, ToolCallResponse):
         has_tools = True
         if response.assistant_text:
@@ -187,9 +194,11 @@ _FINISH_ALIASES = {
 }
 
 
-def _scenario_reply(scenario: Scenario, step: ScenarioTurn, pacing_enabled: bool, signature_key: str) -> Reply:
+def _scenario_reply(
+    scenario: Scenario, step: ScenarioTurn, pacing_enabled: bool, signature_key: str, request: ChatRequest | None = None
+) -> Reply:
     id_seed = f"{scenario.id}:{step.turn}"
-    blocks, has_tools = _blocks_for(step, id_seed, signature_key)
+    blocks, has_tools = _blocks_for(step, id_seed, signature_key, request)
     finish = _FINISH_ALIASES.get(step.finish_reason or "", "tool_calls" if has_tools else "stop")
     pacing = scenario.pacing
     usage = step.usage
@@ -304,9 +313,11 @@ def _play_scenario(
     if problem:
         reply = _scenario_reply(scenario, step, pacing_enabled, signature_key)
         return Decision("scenario", scenario.id, turn, reply, problem=problem, notes=notes)
-    key = (scenario.id, turn, pacing_enabled, signature_key)
+    key: tuple[Any, ...] = (scenario.id, turn, pacing_enabled, signature_key)
+    if isinstance(step.response, StructuredResponse):  # its blocks follow what the request asks for
+        key += (request.required_tools, request.tool_schemas, request.schema_json)
     reply = catalog.replies.get(key) or catalog.replies.setdefault(
-        key, _scenario_reply(scenario, step, pacing_enabled, signature_key)
+        key, _scenario_reply(scenario, step, pacing_enabled, signature_key, request)
     )
     if request.choices > 1:  # every choice answers as scripted
         reply = replace(reply, blocks=tuple(replace(b, choice=i) for i in range(request.choices) for b in reply.blocks))
@@ -331,13 +342,19 @@ def check_key(decision: Decision, request: ChatRequest, expected: ExpectKey | No
     problem = next((row.problem for row in key_expectations(expected, request) if not row.ok), "")
     if not problem or decision.problem:
         return decision
+    reply = validation_reply(request, problem, f"key:{decision.scenario_id}", signature_key)
+    reply = replace(reply, chunk_words=decision.reply.chunk_words, id_seed=f"key:{request.turn}")
+    return replace(decision, reply=reply, problem=problem, failure=None, failures_before_success=0, completes_run=False)
+
+
+def validation_reply(request: ChatRequest, problem: str, seed: str, signature_key: str) -> Reply:
+    """The validation failure a request gets instead of an answer that fails its checks: the failure report naming
+    the problem, its usage counted."""
     step = _error_turn(
         request.turn, problem, assistant_text="Scenario validation failed.", heading="Test Harness Error"
     )
-    blocks, _ = _blocks_for(step, f"key:{decision.scenario_id}:{request.turn}", signature_key)
-    usage = tokens.counted(request, blocks)
-    reply = Reply(blocks, "tool_calls", usage, chunk_words=decision.reply.chunk_words, id_seed=f"key:{request.turn}")
-    return replace(decision, reply=reply, problem=problem, failure=None, failures_before_success=0, completes_run=False)
+    blocks, _ = _blocks_for(step, f"{seed}:{request.turn}", signature_key)
+    return Reply(blocks, "tool_calls", tokens.counted(request, blocks), id_seed=f"{seed}:{request.turn}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -365,17 +382,24 @@ def decide(
     pacing_enabled: bool = True,
     signature_key: str = "",
     unmatched_error: bool = False,
+    default_usage: DefaultUsage = "counted",
 ) -> Decision:
     """Decide what a request gets: a scenario's turn, an instructed answer, or the deterministic lorem (or, with
     ``unmatched_error``, :class:`NothingMatched` instead of the lorem).
+
+    ``default_usage`` (the server's ``HARNESS_DEFAULT_USAGE``) is the usage of answers that set none, unless the
+    scenario played says its own ``default_usage``.
 
     Raises :class:`ScenarioNotFound` for an unknown ``X-Harness-Scenario`` id and :class:`InvalidRequest` for a
     request the real provider would refuse.
     """
     decision = _decide(catalog, request, header_scenario, pacing_enabled, signature_key, unmatched_error)
+    own = getattr(catalog.by_id.get(decision.scenario_id), "default_usage", None)  # the scenario played says first
+    default = tokens.default_counts(default_usage if own is None else own)
     if decision.problem:  # a failure report is served whole
-        return replace(decision, reply=replace(decision.reply, usage=tokens.counted(request, decision.reply.blocks)))
-    return replace(decision, reply=tokens.finished(decision.reply, request))
+        usage = tokens.counted(request, decision.reply.blocks, default)
+        return replace(decision, reply=replace(decision.reply, usage=usage))
+    return replace(decision, reply=tokens.finished(decision.reply, request, default))
 
 
 def _decide(

@@ -67,6 +67,10 @@ class Usage(_Model):
     total_tokens: int | None = Field(None, ge=0)
 
 
+# The usage a scenario's turns report where they set none: "counted" (the request and the answer, issue 10's
+# default), "seed" (seed 000's fixed 64 input, 32 output, 96 total) or fixed counts (harnessweb.engine.tokens).
+DefaultUsage = Literal["counted", "seed"] | Usage
+
 ProviderMetadata = dict[str, dict[str, Any]]
 
 
@@ -126,7 +130,7 @@ def _reasoning_entries(content: Any) -> list[Any]:
 
 
 class _Response(_Model):
-    """What the three response kinds share: the seed's ``reasoningContent`` read into ``reasoning``."""
+    """What the response kinds share: the seed's ``reasoningContent`` read into ``reasoning``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -177,7 +181,26 @@ class FinalReportResponse(_Response):
     provider_metadata: ProviderMetadata | None = None
 
 
-Response = Annotated[TextResponse | ToolCallResponse | FinalReportResponse, Field(discriminator="kind")]
+class StructuredResponse(_Response):
+    """Structured data, stated once for every way a client asks for it (harnessweb.engine.structured): the arguments
+    of the tool the request requires, its structured output, or the JSON text."""
+
+    kind: Literal["structured"]
+    data: Any
+    reasoning: list[ReasoningSegment] = Field(default_factory=list)
+    provider_metadata: ProviderMetadata | None = None
+
+    @field_validator("data")
+    @classmethod
+    def _object_or_array(cls, value: Any) -> Any:
+        if not isinstance(value, dict | list):
+            raise ValueError("must be a JSON object (or an array), the answer's data")
+        return value
+
+
+Response = Annotated[
+    TextResponse | ToolCallResponse | FinalReportResponse | StructuredResponse, Field(discriminator="kind")
+]
 
 
 class ExpectKey(_Model):
@@ -350,6 +373,9 @@ class Scenario(_Model):
     require_key: bool | None = None
     # The key its requests must carry, by fingerprint (harnessweb.engine.expectations checks it).
     expect_key: ExpectKey | None = None
+    # What its turns report as usage where they set none; None: the server's HARNESS_DEFAULT_USAGE (counted unless
+    # set). A turn's own ``usage`` wins, count by count.
+    default_usage: DefaultUsage | None = None
 
     @field_validator("turns")
     @classmethod

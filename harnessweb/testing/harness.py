@@ -26,12 +26,12 @@ from harnessweb.engine.exchange import (
 from harnessweb.engine.expectations import KEY_PROBLEM
 from harnessweb.engine.playback import Catalog, check_key, decide
 from harnessweb.engine.redaction import redact_json
-from harnessweb.engine.routes import REQUIRE_KEY_HEADER, SCENARIO_HEADER
+from harnessweb.engine.routes import SCENARIO_HEADER
 from harnessweb.engine.schemas import FINGERPRINT_PATTERN, ExpectKey, Scenario, format_validation_error
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
-from harnessweb.testing import costs
+from harnessweb.testing import cassettes, costs
 from harnessweb.testing.clients import Clients
 from harnessweb.testing.tracelogs import TraceCollector, TurnLog
 
@@ -52,6 +52,8 @@ class Options:
     strict: bool = False
     # Keys must arrive where their provider reads them (the server's HARNESS_REQUIRE_KEY), else its own refusal.
     require_key: bool = False
+    default_usage: str = "counted"  # where answers set none (as HARNESS_DEFAULT_USAGE): or "seed", 64 / 32 / 96
+    cassettes: str = ""  # the folder use_cassette and X-Harness-Cassette name cassettes in (harness_cassettes)
 
 
 class HarnessError(Exception):
@@ -59,11 +61,11 @@ class HarnessError(Exception):
 
 
 class KeyRefused(Exception):
-    """Keys must arrive and this request's did not: the provider's own refusal (status, message)."""
+    """Keys must arrive and this request's did not: the provider's own refusal (``respond.KeyRefusal``)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
+    def __init__(self, refusal: respond.KeyRefusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
 
 
 class Harness(Clients):
@@ -92,8 +94,15 @@ class Harness(Clients):
         # How serve() gets a server: the plugin gives the session's (harnessweb.testing.remote.serve otherwise).
         self.server_source: Any = None
         self.prices: Any = None  # cost's price table or file (costs.py): the plugin's --harness-prices, else shipped
+        self.cassette: str | None = None  # use_cassette's
 
     # -- configuring ---------------------------------------------------------------------------------------------
+
+    def use_cassette(self, name: str | None) -> None:
+        """Answer later calls from this cassette of the session's folder (a file's stem; None stops): cassettes.py."""
+        if name is not None and (problem := cassettes.check(self.options.cassettes, name)):
+            raise HarnessError(problem)
+        self.cassette = name
 
     def use_scenario(self, scenario: str | dict[str, Any] | Scenario) -> Scenario:
         """Play this scenario (an id loaded for the session, or a scenario given whole) for every call of the test."""
@@ -174,6 +183,10 @@ class Harness(Clients):
         """Seed 001's TurnLogs (and outcomes) from ``--harness-trace-dir``, one per turn (``tracelogs.py``)."""
         return self.traces.collect() if self.traces is not None else []
 
+    def end_turn(self) -> TurnLog | None:
+        """A user message is done (seed 001's ``collectTurnLog``): its trace log; turns count by user turn from now."""
+        return self.traces.end_turn() if self.traces is not None else None
+
     def artifact(self, name: str, content: str | bytes) -> None:
         """Keep an artifact of this test (seed 001's generated page: its URL or name and its HTML, or any text);
         ``--harness-upload`` sends it with the test's run, and in server mode it goes to the test's run."""
@@ -199,11 +212,12 @@ class Harness(Clients):
         return self.env()  # now a RemoteHarness's
 
     def reset(self) -> None:
-        """Forget configured answers, errors, the expected key, the scenario in use, attempt counters, kept answers
-        and history."""
+        """Forget configured answers, errors, the expected key, the scenario and cassette in use, attempt counters,
+        kept answers, history and the ``llm`` models handed out (seed 002's "Clear all models")."""
         self.answers.clear()
         self._calls.clear()
-        self._scenario = None
+        self._models, self._async_models = {}, {}
+        self._scenario = self.cassette = None
         self._catalog = Catalog.build(self._session_scenarios)
         self._attempts.clear()
         self._kept.clear()
@@ -310,7 +324,7 @@ class Harness(Clients):
             raise error.error
         entry = error or self.answers.take_answer(request.model)
         if entry is not None:
-            call.answered_by = "configured"
+            call.answered_by, call.configured = "configured", entry
             decision, failure = configured.play(entry, request, len(self._calls), self.options.signature_key)
             return call, *self._checked(call, decision, failure, request, headers, query_key)
         decision = decide(
@@ -320,6 +334,7 @@ class Harness(Clients):
             pacing_enabled=self.options.pacing,
             signature_key=self.options.signature_key,
             unmatched_error=self.options.unmatched_error,
+            default_usage=self.options.default_usage,  # type: ignore[arg-type]
         )
         call.answered_by = decision.mode
         decision, _ = self._checked(call, decision, None, request, headers, query_key)
@@ -346,12 +361,11 @@ class Harness(Clients):
         if headers is None:  # the llm boundary: no key travels
             return decision, failure
         scenario = self._catalog.by_id.get(decision.scenario_id)
-        required = self.options.require_key or headers.get(REQUIRE_KEY_HEADER) == "1"
-        if required or (scenario is not None and scenario.require_key):
-            refused = keys.refusal(request.family or request.protocol, headers, query_key)
-            if refused is not None:
-                call.error = {"status": refused[0], "kind": "rejected", "message": refused[1]}
-                raise KeyRefused(*refused)
+        route = routes.resolve("POST", call.path, headers)  # exchange()'s: its provider reads the key
+        refused = respond.key_refusal(route, headers, query_key, self.options.require_key, scenario)  # type: ignore[arg-type]
+        if refused is not None:
+            call.error = {"status": refused.status, "kind": "rejected", "message": refused.message}
+            raise KeyRefused(refused)
         checked = check_key(decision, request, self.answers.expect_key, self.options.signature_key)
         call.problem = checked.problem
         return checked, (failure if checked is decision else None)
@@ -374,8 +388,15 @@ class Harness(Clients):
         def error(status: int, message: str, param: str | None = None) -> respond.Outgoing:
             return respond.Outgoing(route.wire.encode_error(status, message, param=param, request_id=request_id))
 
+        if (taped := cassettes.intercept(self, route, method, path, headers, body, request_id)) is not None:
+            return taped[0], [], taped[1]  # the recording's own headers, request id included, as the server sends
         if isinstance(route, routes.Refusal):
             return error(route.status, route.message), extra, None
+        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
+        if route.kind != "play":  # the server's one key check; a conversation's once its scenario is known (answer)
+            named = self._catalog.by_id.get(headers.get(SCENARIO_HEADER) or self._scenario or "")
+            if refused := respond.key_refusal(route, headers, query_key, self.options.require_key, named, request_id):
+                return respond.Outgoing(refused.encoded), extra, None
         if route.kind == "models":
             return respond.Outgoing(route.wire.encode_models(sorted(self._catalog.by_id))), extra, None
         if route.kind == "model":
@@ -400,20 +421,21 @@ class Harness(Clients):
             if kept is None:
                 return respond.Outgoing(wire.encode_unknown_answer(request.continues, request_id)), extra, None
             request = respond.continued(wire, request, kept[0])
-        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
         request = keys.stamped(request, headers, query_key)
         try:
             call, decision, failure = self.answer(
                 request, body_json, path, headers.get(SCENARIO_HEADER), headers=headers, query_key=query_key
             )
         except KeyRefused as exc:
-            return error(exc.status, exc.message), extra, self._calls[-1]
+            return respond.Outgoing(exc.refusal.encoded), extra, self._calls[-1]
         except ScenarioNotFound as exc:
             return error(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)"), extra, None
         except NothingMatched as exc:
             return error(404, str(exc)), extra, self._calls[-1]
         except InvalidRequest as exc:
             return error(400, str(exc)), extra, self._calls[-1]
+        if (taped := cassettes.from_scenario(self, route, decision, path, body, request_id)) is not None:
+            return taped, [], call  # the scenario names a cassette: replayed (or refused) as the server does
         if failure is not None:
             out = respond.failure_outgoing(wire, failure, decision, request, request_id, self.options.timeout_hold_ms)
             call.error = failure_record(failure, None if out.drop_after is not None else out.encoded.status)

@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
 from harnessweb.engine.pricing import PriceFileError
+from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.testing import guard
 from harnessweb.testing.costs import prices_from
 from harnessweb.testing.harness import Harness, Options
 from harnessweb.testing.judging import judged_lines
-from harnessweb.testing.remote import switch
+from harnessweb.testing.remote import RemoteHarness, switch
 from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
 from harnessweb.testing.server import Server, start
 from harnessweb.testing.tracelogs import TraceCollector, finish
@@ -39,6 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-scenarios", default=None, help="Scenario files or a folder, loaded once per session")
     group.addoption("--harness-trace-dir", default=None, help="Where the app writes trace logs: one per turn, read")
     group.addoption("--harness-prices", default=None, help="harness.cost's price file (JSON; default: the shipped one)")
+    group.addoption("--harness-cassettes", default=None, help="A folder of VCR cassettes use_cassette names by stem")
     group.addoption("--harness-url", default=None, help="Server mode on this harness server (or env HARNESS_URL)")
     group.addoption("--harness-token", default=None, help="A write token for --harness-url (or env HARNESS_TOKEN)")
     group.addoption(
@@ -47,6 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_scenarios", "Scenario files or a folder, loaded once per session", default="")
     parser.addini("harness_trace_dir", "Where the app writes trace logs: one per turn, read (tracelogs.py)", default="")
     parser.addini("harness_prices", "harness.cost's price file (JSON; default: the shipped one)", default="")
+    parser.addini("harness_cassettes", "A folder of VCR cassettes use_cassette names by stem", default="")
     parser.addini("harness_strict", "Fail a test whose configured answers go unused or whose calls match nothing",
                   default="false")  # fmt: skip
     parser.addini("harness_autouse", "Give every test a harness without naming the fixture", default="false")
@@ -54,6 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("harness_unmatched", "What a call nothing answers gets: 'lorem' or 'error' (a 404)", default="lorem")
     parser.addini("harness_require_key", "Keys must arrive where their provider reads them (or HARNESS_REQUIRE_KEY)",
                   default="false")  # fmt: skip
+    parser.addini("harness_default_usage", "Usage where a turn sets none: 'counted' or 'seed' (64/32/96; or "
+                  "HARNESS_DEFAULT_USAGE)", default="")  # fmt: skip
     parser.addini(
         "harness_llm_default",
         "What an llm model with nothing configured answers: JSON (seed 002's default) or 'lorem'",
@@ -92,7 +98,16 @@ def _options(config: pytest.Config) -> Options:
         llm_default = None if raw_default == "lorem" else json.loads(raw_default)
     except ValueError as exc:
         raise pytest.UsageError(f"ini option harness_llm_default must be JSON or 'lorem': {exc}") from None
+    usage = str(config.getini("harness_default_usage"))
+    try:  # the ini option, else the variable the server reads too
+        if usage.strip():
+            default_usage = parse_default_usage(usage, "ini option harness_default_usage")
+        else:
+            default_usage = parse_default_usage(os.environ.get("HARNESS_DEFAULT_USAGE", ""))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return Options(
+        default_usage=default_usage,
         pacing=_flag(config, "harness_pacing"),
         unmatched_error=unmatched == "error",
         llm_default=llm_default,
@@ -115,6 +130,11 @@ class Session:
         except ScenarioFileError as exc:
             raise pytest.UsageError(f"--harness-scenarios: {exc}") from None
         self.options = _options(config)
+        cassettes = config.getoption("harness_cassettes") or str(config.getini("harness_cassettes")).strip()
+        if cassettes:  # a folder that is not one stops the session, rather than every replay failing
+            if not (base / cassettes).is_dir():
+                raise pytest.UsageError(f"--harness-cassettes: {base / cassettes} is not a folder")
+            self.options = replace(self.options, cassettes=str(base / cassettes))
         trace_dir = config.getoption("harness_trace_dir") or str(config.getini("harness_trace_dir")).strip()
         self.trace_dir = base / trace_dir if trace_dir else None  # an absolute one stays as it is
         if self.trace_dir is not None and self.trace_dir.exists() and not self.trace_dir.is_dir():
@@ -135,7 +155,8 @@ class Session:
             if self.url:
                 self._server = Server(self.url.rstrip("/"), self.token)
             else:
-                self._server = start(self._tmp.mktemp("harness-server"), self.paths, pacing=self.options.pacing)
+                folder, options = self._tmp.mktemp("harness-server"), self.options
+                self._server = start(folder, self.paths, pacing=options.pacing, default_usage=options.default_usage)
         return self._server
 
     def close(self) -> None:
@@ -177,9 +198,11 @@ def harness(
     guard.route_default_clients(monkeypatch, instance)
     instance.on_judged = lambda judged: request.node.user_properties.extend(judged.properties())
     yield instance
+    if isinstance(instance, RemoteHarness):  # requests naming no run are no longer this test's
+        instance.leave()
     instance.send_artifacts()  # server mode: those kept before the test's run existed
     finish(instance)  # the trace logs' last collection (server mode: onto the test's run)
-    problems = [f"a request to the real provider host {host} (the harness does not serve it)" for host in
+    problems = [f"a request to the real provider host {host} was refused ({guard.hint(host)})" for host in
                 dict.fromkeys(instance.blocked)]  # fmt: skip
     problems += instance.key_problems()  # a call whose key was not the one expected
     if instance.options.strict:

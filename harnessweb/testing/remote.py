@@ -1,7 +1,9 @@
 """Server mode: the same harness API over the real app (started by the plugin, or at ``--harness-url``). The SDK
-clients reach the server over the network and name this test's run (``X-Harness-Run``); configured answers,
-failure kinds and the scenario become the run's script (``PUT /api/runs/{id}/script``); the call history is read
-back from the run's recorded events, which are readable the moment a response ends."""
+clients reach the server over the network and name this test's run (``X-Harness-Run``); on the session's own server
+the test's run is also the one requests naming no run belong to (``PUT /api/current-run``, cleared by ``leave`` at
+the test's end), so a program given only the URL lands in the history; configured answers, failure kinds and the
+scenario become the run's script (``PUT /api/runs/{id}/script``); the call history is read back from the run's
+recorded events, which are readable the moment a response ends."""
 
 from __future__ import annotations
 
@@ -66,6 +68,13 @@ def _call_of(data: dict[str, Any], timestamp: str) -> history.Call | None:
     return call
 
 
+# What a test in server mode does to replay a cassette: the server's own (uploaded or loaded), named per request.
+IN_SERVER_MODE = (
+    "in server mode store the cassette on the server (POST /api/cassettes, manage.py load_cassettes DIR) and name it "
+    "with the X-Harness-Cassette header (default_headers= on the client)"
+)
+
+
 class RemoteHarness(Harness):
     """A :class:`Harness` whose clients talk to a real server. See the README, "Use it from pytest"."""
 
@@ -83,11 +92,20 @@ class RemoteHarness(Harness):
         self._forgotten: set[tuple[str, str]] = set()
         self._artifacts_sent: dict[str, str] = {}
         self._scenario_pushed = ""
+        server.serving(self._api, self.run_id)  # the session's own server: requests naming no run are this test's
         if self.traces is not None:  # the calls are served out of sight: turns by their start times
             self.traces.timed = True
         if self.answers.answers or self.answers.errors or self._scenario or self.answers.expect_key:
             self._push()
         return self
+
+    def use_cassette(self, name: str | None) -> None:
+        if name is not None:
+            raise HarnessError(f"use_cassette({name!r}) is in-process only; {IN_SERVER_MODE}")
+
+    def leave(self) -> None:
+        """The test's end (the plugin's teardown): requests naming no run are no longer this test's."""
+        self.server.serving(self._api, None)
 
     # -- clients: over the network, naming the run ---------------------------------------------------------------
 
@@ -114,7 +132,8 @@ class RemoteHarness(Harness):
 
     def env(self) -> dict[str, str]:
         """Environment for a program this test starts (a CLI, a node script): its default SDK clients reach the
-        server and land in this test's run, named by their API key."""
+        server and land in this test's run, named by their API key (what a shared server needs; on the session's
+        own server a request naming no run is this test's anyway)."""
         key = RUN_KEY_PREFIX + str(self.run_id)
         return {
             VARIABLE: f"{self.base_url}?run={self.run_id}",  # llm models too, where the package is installed
@@ -184,7 +203,7 @@ class RemoteHarness(Harness):
 
     @property
     def turn_logs(self) -> list[Any]:
-        if self.traces is None or self.traces.stopped:
+        if self.traces is None or self.traces.stopped or self.traces.user_turns:  # user turns need no call times
             return super().turn_logs
         return self.traces.collect([c.timestamp for c in self.calls])  # turns by the calls' start times
 
@@ -206,7 +225,7 @@ class RemoteHarness(Harness):
         if current.status_code == 200:  # keep the server's counts: entries are only ever appended
             served = Answers.from_data(current.json())
             for mine, theirs in zip(self.answers.answers, served.answers, strict=False):
-                mine.used = theirs.used
+                mine.used = max(mine.used, theirs.used)  # seed 002's set() spends a replaced answer here
             for mine, theirs in zip(self.answers.errors, served.errors, strict=False):
                 mine.used = theirs.used
         script = {**self.answers.to_data(), "scenario": self._scenario or ""}
@@ -245,6 +264,8 @@ class RemoteHarness(Harness):
 
 def switch(harness: Harness, server: Server) -> str:
     """Put ``harness`` in server mode on ``server`` (what it configured so far goes with it); its URL."""
+    if harness.cassette:  # never silently dropped: the server would answer from its engine instead
+        raise HarnessError(f"use_cassette({harness.cassette!r}) is in-process only; {IN_SERVER_MODE}")
     if not isinstance(harness, RemoteHarness):
         harness.__class__ = RemoteHarness
         harness.attach(server)  # type: ignore[attr-defined]

@@ -32,10 +32,11 @@ from harnessweb.engine.exchange import (
 )
 from harnessweb.engine.playback import check_key, decide
 from harnessweb.engine.redaction import redact_headers
-from harnessweb.engine.routes import REQUIRE_KEY_HEADER, SCENARIO_HEADER, UNMATCHED_HEADER
+from harnessweb.engine.routes import SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
-from runs_app.endpoint import cassette_replay, conversations, scripts
+from runs_app.endpoint import cassette_replay, conversations, current, scripts
+from runs_app.endpoint.connection import close_connection
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt, while_up
 from runs_app.lifecycle import Refused, Replied, next_status
 from scenarios_app.catalog import cached_catalog, current_catalog
@@ -55,25 +56,6 @@ def conversation_key(headers: dict[str, str], request: ChatRequest, query_key: s
     found = keys.secret(headers, query_key)
     raw = "\x1f".join((request.protocol, found[1] if found else "", request.system, request.first_user))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def close_connection(send: Any) -> None:
-    """Close the TCP connection under a response that is not finished: the client sees a dropped connection.
-
-    ASGI has no message for this, so it reaches the server's transport: daphne's ``send`` is
-    ``partial(server.handle_reply, request)``, uvicorn's is a method of its request cycle. Both transports flush
-    what was written before closing, so the client gets the partial body, then the cut.
-    """
-    transport = getattr(getattr(send, "__self__", None), "transport", None)  # uvicorn
-    if transport is None:  # daphne
-        request = send.args[0] if getattr(send, "args", None) else None
-        transport = getattr(getattr(request, "channel", None), "transport", None)
-    if transport is None:
-        raise RuntimeError("This ASGI server does not let the harness drop a connection")
-    if hasattr(transport, "loseConnection"):
-        transport.loseConnection()
-    else:
-        transport.close()
 
 
 class ClientGone(Exception):
@@ -177,6 +159,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         headers.append((self.protocol.REQUEST_ID_HEADER, self.request_id.encode()))
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         await self.send_headers(status=encoded.status, headers=headers)
+        if stall_ms and frames:
+            # ASGI lets a server hold the start until the first body message (daphne does: Twisted writes the
+            # headers on the first write): an empty one sends the headers now, and the client waits for the body.
+            await self.send_body(b"", more_body=True)
         # What the client receives is also shown live to the run's watchers, coalesced to a message every
         # LIVE_INTERVAL_S at most, so an unpaced stream costs one channel-layer message.
         live: list[Piece] = []
@@ -240,6 +226,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return
         if isinstance(route, routes.Refusal):
             return await self.reply(self._error(route.status, route.message))
+        self.route = route  # a conversation's key is checked once its scenario is known (play), any other's now
+        if route.kind != "play" and (refused := await self.key_refusal()) is not None:
+            return await self.reply(refused.encoded)
         if route.kind == "models":
             return await self.models()
         if route.kind == "model":
@@ -255,7 +244,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.reply(self._error(400, message, "content-type"))
         try:
             payload, request = respond.read_request(route, body)
-            explicit = keys.run_named(self.headers, self.query_key)
+            explicit = current.run_of(keys.run_named(self.headers, self.query_key))  # else the session run
         except WireError as exc:
             return await self.reply(self._error(exc.status, exc.message, exc.param))
         if isinstance(request, Encoded):
@@ -308,7 +297,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
         taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
         failure = None
-        required = settings.HARNESS_REQUIRE_KEY or self.headers.get(REQUIRE_KEY_HEADER) == "1"
         scenario = None  # the scenario played, when one is (a configured answer plays none)
         if taken is not None and taken.entry is not None:
             key = settings.HARNESS_SIGNATURE_KEY
@@ -324,6 +312,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                     pacing_enabled=settings.HARNESS_PACING,
                     signature_key=settings.HARNESS_SIGNATURE_KEY,
                     unmatched_error=self.headers.get(UNMATCHED_HEADER, settings.HARNESS_UNMATCHED).lower() == "error",
+                    default_usage=settings.HARNESS_DEFAULT_USAGE,
                 )
             except ScenarioNotFound as exc:
                 return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
@@ -332,9 +321,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             except InvalidRequest as exc:
                 return await self.refuse(400, str(exc))
             scenario = catalog.by_id.get(decision.scenario_id)
-            required = required or bool(scenario and scenario.require_key)
-        if required and (refused := keys.refusal(self.protocol.PROTOCOL, self.headers, self.query_key)):
-            return await self.refuse(*refused)
+        if (refused := await self.key_refusal(scenario)) is not None:
+            return await self.refuse(refused.status, refused.message, refused.encoded)
         if taken is not None and taken.expect_key is not None:  # the key the run's test expects of every request
             checked = check_key(decision, request, taken.expect_key, settings.HARNESS_SIGNATURE_KEY)
             decision, failure = checked, (failure if checked is decision else None)
@@ -367,7 +355,15 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)
         await self.serve(decision, request)
 
-    async def refuse(self, status: int, message: str) -> None:
+    async def key_refusal(self, scenario: Any = None) -> respond.KeyRefusal | None:
+        """The provider's refusal when keys must arrive and this request's did not (``respond.key_refusal``, every
+        route's one check), with the scenario that answers (else the one the header names)."""
+        if scenario is None and (named := self.headers.get(SCENARIO_HEADER)):
+            scenario = (cached_catalog() or await sync_to_async(current_catalog)()).by_id.get(named)
+        required = settings.HARNESS_REQUIRE_KEY
+        return respond.key_refusal(self.route, self.headers, self.query_key, required, scenario, self.request_id)
+
+    async def refuse(self, status: int, message: str, encoded: Encoded | None = None) -> None:
         recorder = get_recorder()
         run = self.run
         assert run is not None
@@ -378,7 +374,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if change is not None:
                 recorder.update(run, status=change.status, status_reason=change.reason)
 
-        await self.reply(self._error(status, message), finish=finish)
+        await self.reply(encoded or self._error(status, message), finish=finish)
 
     async def serve(self, decision: Decision, request: ChatRequest) -> None:
         reply = decision.reply
