@@ -8,6 +8,8 @@ from typing import Any
 
 from django.db import models
 
+from harnessweb.engine import vcr
+
 
 class RunQuerySet(models.QuerySet["Run"]):
     def filtered(
@@ -395,6 +397,14 @@ class TestCaseResult(models.Model):
         return f"{self.classname}::{self.name}" if self.classname else self.name
 
 
+class CassetteQuerySet(models.QuerySet["Cassette"]):
+    def newest(self, name: str) -> Cassette | None:
+        """The stored cassette a request naming ``name`` (with or without ``.json``) replays: the newest, by upload
+        time then id. One query for the endpoint's replay and ``load_cassettes``' comparison, as ``--replace``
+        relies on the newest being the one replayed."""
+        return self.filter(name__in=vcr.cassette_names(name)).order_by("-uploaded_at", "-id").first()
+
+
 class Cassette(models.Model):
     """A VCR cassette as uploaded, kept byte for byte."""
 
@@ -407,6 +417,8 @@ class Cassette(models.Model):
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="cassettes")
     commit = models.CharField(max_length=64, blank=True)
     uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CassetteQuerySet.as_manager()
 
     class Meta:
         ordering = ["provider", "scenario", "-uploaded_at"]

@@ -1,8 +1,11 @@
-"""What the client tests (test_clients_python.py, test_clients_node.py) share: the three scenarios every client is
-asked to play (a plain answer, a stream, a tool loop) and how a test reads back the run the harness recorded."""
+"""What the client tests (test_clients_python.py, test_clients_structured.py, test_clients_node.py) share: the three
+scenarios every client is asked to play (a plain answer, a stream, a tool loop), where a Python client is sent with
+the tool it runs (``Harness``), and how a test reads back the run the harness recorded."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from tests.conftest import make_scenario, recorded_run, wait_for
@@ -20,6 +23,19 @@ WEATHER_TURNS = [
     },
     {"turn": 2, "response": {"kind": "text", "assistant_text": ANSWER}},
 ]
+
+
+@dataclass
+class Harness:
+    """Where a client is sent, and the tool calls the libraries made (each test its own)."""
+
+    url: str
+    key: str
+    calls: list[str]
+
+    def get_weather(self, city: str) -> str:
+        self.calls.append(city)
+        return json.dumps({"city": city, "sky": "clear"})
 
 
 def text_scenario(name: str) -> str:

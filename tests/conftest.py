@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,24 +113,49 @@ def start_server(
     return LiveServer(f"http://127.0.0.1:{port}", process, log)
 
 
+@contextmanager
+def running_server(
+    tmp: Path,
+    env_overrides: dict[str, str],
+    server: str = "daphne",
+    extra_args: Sequence[str] = (),
+    port: int | None = None,
+) -> Iterator[LiveServer]:
+    """``start_server``'s server for the ``with`` block, stopped after it (a fixture yields inside the block)."""
+    started = start_server(tmp, env_overrides, server, extra_args, port)
+    try:
+        yield started
+    finally:
+        started.process.terminate()
+        started.process.wait(10)
+
+
 @pytest.fixture(scope="session")
 def harness_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
     """daphne serving the real ASGI app on the test database, pacing off and a short timeout hold."""
-    server = start_server(
-        tmp_path_factory.mktemp("server"), {"HARNESS_PACING": "off", "HARNESS_TIMEOUT_HOLD_MS": "400"}
-    )
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    env = {"HARNESS_PACING": "off", "HARNESS_TIMEOUT_HOLD_MS": "400"}
+    with running_server(tmp_path_factory.mktemp("server"), env) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def paced_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
     """The same app with pacing on, as ``make run`` serves it."""
-    server = start_server(tmp_path_factory.mktemp("paced"), {"HARNESS_PACING": "on"})
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    with running_server(tmp_path_factory.mktemp("paced"), {"HARNESS_PACING": "on"}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def uvicorn_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
+    """uvicorn (``make serve-fast``) serving the same app on the test database, pacing off."""
+    with running_server(tmp_path_factory.mktemp("uvicorn"), {"HARNESS_PACING": "off"}, server="uvicorn") as server:
+        yield server
+
+
+@pytest.fixture(params=["daphne", "uvicorn"])
+def server(request: pytest.FixtureRequest) -> LiveServer:
+    """Each server the product runs under, in turn: daphne (``harness_server``) and uvicorn (``uvicorn_server``)."""
+    return request.getfixturevalue("harness_server" if request.param == "daphne" else "uvicorn_server")
 
 
 @pytest.fixture

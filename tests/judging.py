@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import openai
 
 from runs_app.judging.verdicts import JUDGE_SYSTEM
-from tests.conftest import LiveServer, make_scenario, recorded_run, start_server
+from tests.conftest import LiveServer, make_scenario, recorded_run
 
 # Matched with system_contains: only the judge's requests carry it.
 JUDGE_MARK = JUDGE_SYSTEM.splitlines()[0]
@@ -70,7 +69,7 @@ def point_judge_at(settings: Any, server: LiveServer) -> None:
     settings.HARNESS_JUDGE_TIMEOUT_S = 20
 
 
-def start_judging_server(judge_url: str, tmp: Path, port: int | None = None) -> LiveServer:
-    """A live server whose judge is the fake endpoint at ``judge_url`` (its own when it is on ``port``)."""
+def judging_env(judge_url: str) -> dict[str, str]:
+    """A live server's settings whose judge is the fake endpoint at ``judge_url`` (its own, on its own port)."""
     judge = {"HARNESS_JUDGE_BASE_URL": judge_url, "HARNESS_JUDGE_MODEL": "judge-model"}
-    return start_server(tmp, {"HARNESS_PACING": "off", "HARNESS_JUDGE_API_KEY": "sk-test-judge", **judge}, port=port)
+    return {"HARNESS_PACING": "off", "HARNESS_JUDGE_API_KEY": "sk-test-judge", **judge}

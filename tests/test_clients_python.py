@@ -18,6 +18,7 @@ from tests.client_runs import (
     STREAMED,
     TEXT,
     WEATHER_DOC,
+    Harness,
     paths,
     played,
     stream_scenario,
@@ -26,19 +27,6 @@ from tests.client_runs import (
     threads,
     tools_scenario,
 )
-
-
-@dataclass
-class Harness:
-    """Where a client is sent, and the tool calls the libraries made (each test its own)."""
-
-    url: str
-    key: str
-    calls: list[str]
-
-    def get_weather(self, city: str) -> str:
-        self.calls.append(city)
-        return json.dumps({"city": city, "sky": "clear"})
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from tests.client_runs import ANSWER, played
+from tests.client_runs import ANSWER, Harness, played
 from tests.conftest import make_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,19 +31,6 @@ class Weather(BaseModel):
     city: str
     celsius: int
     conditions: str
-
-
-@dataclass
-class Harness:
-    """Where a client is sent, and the tool calls the libraries made (each test its own)."""
-
-    url: str
-    key: str
-    calls: list[str]
-
-    def get_weather(self, city: str) -> str:
-        self.calls.append(city)
-        return json.dumps({"city": city, "sky": "clear"})
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from runs_app.models import RunEvent
-from tests.conftest import free_port, make_scenario, start_server, wait_for
+from tests.conftest import free_port, make_scenario, running_server, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db(transaction=True)]
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -27,15 +27,12 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
 def workers(tmp_path):
     """Two single-worker servers (as two hosts would run them) and one of two workers on one port."""
     env = {"REDIS_URL": REDIS_URL, "HARNESS_PACING": "off"}
-    started = [
-        start_server(tmp_path, env, "uvicorn"),
-        start_server(tmp_path, env, "uvicorn"),
-        start_server(tmp_path, env, "uvicorn", ["--workers", "2"]),
-    ]
-    yield started
-    for server in started:
-        server.process.terminate()
-        server.process.wait(10)
+    with contextlib.ExitStack() as stack:
+        yield [
+            stack.enter_context(running_server(tmp_path, env, "uvicorn")),
+            stack.enter_context(running_server(tmp_path, env, "uvicorn")),
+            stack.enter_context(running_server(tmp_path, env, "uvicorn", ["--workers", "2"])),
+        ]
 
 
 def chat(url: str, content: str | list[dict], headers: dict[str, str], **body) -> httpx2.Response:
@@ -197,8 +194,8 @@ def test_it_keeps_answering_while_postgresql_is_unreachable_and_records_when_it_
     db = connection.settings_dict
     outage = Outage(int(db.get("PORT") or 5432))
     url = f"postgres://{db.get('USER') or 'postgres'}@127.0.0.1:{outage.port}/{db['NAME']}"
-    server = start_server(tmp_path, {"REDIS_URL": REDIS_URL, "HARNESS_PACING": "off", "DATABASE_URL": url}, "uvicorn")
-    try:
+    env = {"REDIS_URL": REDIS_URL, "HARNESS_PACING": "off", "DATABASE_URL": url}
+    with running_server(tmp_path, env, "uvicorn") as server:
         runs = [str(uuid.uuid4()) for _ in range(30)]
 
         def ask(run: str) -> int:
@@ -217,6 +214,3 @@ def test_it_keeps_answering_while_postgresql_is_unreachable_and_records_when_it_
         outage.restore()
         assert [ask(run) for run in runs[20:]] == [200] * 10
         wait_for(lambda: recorded(runs) == 30, timeout=20, message="every response recorded after the outage")
-    finally:
-        server.process.terminate()
-        server.process.wait(10)

@@ -23,7 +23,7 @@ from harnessweb.engine.exchange import ChatRequest, Message
 from harnessweb.engine.playback import Catalog, decide
 from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.testing.harness import Harness, Options
-from tests.conftest import LiveServer, make_scenario, start_server
+from tests.conftest import LiveServer, make_scenario, running_server
 
 PROMPT = "Say hello to the seed"
 SEED = (64, 32, 96)
@@ -186,12 +186,9 @@ def test_the_plugin_reads_the_variable_and_names_a_bad_option(monkeypatch: pytes
 @pytest.fixture(scope="module")
 def seed_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
     """The app with ``HARNESS_DEFAULT_USAGE=seed``."""
-    server = start_server(
-        tmp_path_factory.mktemp("seed-usage"), {"HARNESS_PACING": "off", "HARNESS_DEFAULT_USAGE": "seed"}
-    )
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    env = {"HARNESS_PACING": "off", "HARNESS_DEFAULT_USAGE": "seed"}
+    with running_server(tmp_path_factory.mktemp("seed-usage"), env) as server:
+        yield server
 
 
 def ask(url: str, scenario_id: str) -> tuple[int, int, int]:

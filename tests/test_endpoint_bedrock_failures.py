@@ -78,7 +78,8 @@ TABLE: dict[str, tuple[str, str, str]] = {
         "answer, empty / answer", "JSONDecodeError / answer",
     ),
     "slow_first_byte": (
-        "the headers, then nothing for `failure_retry_after_ms` (default 5 s), then the answer",
+        "the status line and headers at once (from daphne as `make run` serves it, and from uvicorn), then nothing "
+        "for `failure_retry_after_ms` (default 5 s), then the answer",
         "answer", "answer",
     ),
 }  # fmt: skip

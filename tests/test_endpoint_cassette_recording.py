@@ -18,7 +18,7 @@ from google import genai
 from google.genai import types
 
 from harnessweb.engine.redaction import marker
-from tests.conftest import LiveServer, make_scenario, start_server, wait_for
+from tests.conftest import LiveServer, make_scenario, running_server, wait_for
 
 
 def upstream_env(upstream: LiveServer, **more: str) -> dict[str, str]:
@@ -32,10 +32,8 @@ def upstream_env(upstream: LiveServer, **more: str) -> dict[str, str]:
 
 
 def serve(tmp_path_factory: Any, env: dict[str, str]) -> Iterator[LiveServer]:
-    server = start_server(tmp_path_factory.mktemp("vcr"), env)
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    with running_server(tmp_path_factory.mktemp("vcr"), env) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

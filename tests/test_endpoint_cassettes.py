@@ -19,7 +19,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harnessweb.engine import vcr
-from tests.conftest import VCR_DIR, LiveServer, make_client, make_scenario, start_server, vcr_fixture, wait_for
+from tests.conftest import VCR_DIR, LiveServer, make_client, make_scenario, running_server, vcr_fixture, wait_for
 
 CASSETTE_FILES = sorted(path.name for path in VCR_DIR.glob("*.json") if "interactions" in json.loads(path.read_text()))
 # The recorded requests name a model the SDK warns about; that warning is about the recordings, not the endpoint.
@@ -234,10 +234,9 @@ def test_it_hands_every_cassette_to_its_sdk_as_the_provider_sent_it(harness_serv
 @pytest.fixture(scope="module")
 def strict_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
     """A server with HARNESS_VCR_STRICT on: a request its cassette has no interaction for is refused."""
-    server = start_server(tmp_path_factory.mktemp("strict"), {"HARNESS_PACING": "off", "HARNESS_VCR_STRICT": "1"})
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    env = {"HARNESS_PACING": "off", "HARNESS_VCR_STRICT": "1"}
+    with running_server(tmp_path_factory.mktemp("strict"), env) as server:
+        yield server
 
 
 def test_it_refuses_a_request_no_interaction_matches_showing_the_closest(strict_server, transactional_db):
@@ -346,3 +345,19 @@ def test_it_says_so_when_a_stored_cassette_is_not_one(oai, transactional_db):
     assert caught.value.body["message"].startswith("Cassette 'broken.json' (#")
     assert "is stored but is not a VCR cassette" in caught.value.body["message"]
     assert caught.value.body["param"] == "x-harness-cassette"
+
+
+def test_a_request_naming_a_cassette_must_carry_its_key_when_keys_must_arrive(harness_server, transactional_db):
+    upload("openai_simple_text.json")
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    headers = {"X-Harness-Cassette": "openai_simple_text", "X-Harness-Require-Key": "1"}
+    url = f"{harness_server.url}/v1/chat/completions"
+    refused = httpx2.post(url, json=body, headers=headers, timeout=20)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"].startswith("You didn't provide an API key.")
+    misplaced = httpx2.post(url, json=body, headers={**headers, "x-api-key": "sk-replay"}, timeout=20)
+    assert misplaced.status_code == 401  # a header OpenAI does not read
+    replayed = httpx2.post(url, json=body, headers={**headers, "authorization": "Bearer sk-replay"}, timeout=20)
+    assert replayed.status_code == 200 and replayed.content == b"".join(
+        recorded_chunks(load("openai_simple_text.json")["interactions"][0]["response"])
+    )

@@ -5,14 +5,13 @@ from uvicorn (``make serve-fast``); a JSON body still gets its answer from both.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx2
 import pytest
 
 from harnessweb.engine import wire
-from tests.conftest import LiveServer, start_server
+from tests.conftest import LiveServer
 
 FORM_TYPES = ("multipart/form-data; boundary=x", "application/x-www-form-urlencoded")
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -46,20 +45,6 @@ REQUESTS = {
         {"anthropic_version": "vertex-2023-10-16", "max_tokens": 16, "messages": MESSAGES},
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def uvicorn_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    """uvicorn serving the same app on the test database, pacing off."""
-    server = start_server(tmp_path_factory.mktemp("uvicorn"), {"HARNESS_PACING": "off"}, server="uvicorn")
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
-
-
-@pytest.fixture(params=["daphne", "uvicorn"])
-def server(request: pytest.FixtureRequest) -> LiveServer:
-    return request.getfixturevalue("harness_server" if request.param == "daphne" else "uvicorn_server")
 
 
 def post(server: LiveServer, path: str, body: dict[str, Any], content_type: str) -> httpx2.Response:

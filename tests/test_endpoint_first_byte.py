@@ -1,6 +1,7 @@
 """A response that waits before its first body frame (``slow_first_byte``'s stall) sends its status line and headers
 at once, then silence, from daphne (as ``make run`` starts it, through harnessweb/serve.py) and from uvicorn alike:
-the client sees the headers long before the stall ends, as the README's failure table promises.
+the client sees the headers long before the stall ends, on OpenAI's paths and Bedrock's, as the README's failure
+tables promise.
 
 Measured on a raw socket, so no client library's buffering hides when the bytes arrive.
 """
@@ -10,30 +11,15 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import LiveServer, make_scenario, start_server
+from tests.conftest import LiveServer, make_scenario
 
 STALL_MS = 1000
 ANSWER = "Stalled, then whole."
-
-
-@pytest.fixture(scope="module")
-def uvicorn_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    """uvicorn serving the same app on the test database, pacing off."""
-    server = start_server(tmp_path_factory.mktemp("uvicorn"), {"HARNESS_PACING": "off"}, server="uvicorn")
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
-
-
-@pytest.fixture(params=["daphne", "uvicorn"])
-def server(request: pytest.FixtureRequest) -> LiveServer:
-    return request.getfixturevalue("harness_server" if request.param == "daphne" else "uvicorn_server")
 
 
 def timed_post(url: str, path: str, body: dict[str, Any]) -> tuple[float, float, bytes]:
@@ -58,14 +44,35 @@ def timed_post(url: str, path: str, body: dict[str, Any]) -> tuple[float, float,
     return headers_at, ended, received
 
 
+# Each protocol's path for a plain call and for a stream, and its body: the stall is the same for every wire, and
+# the README's tables promise it for OpenAI's, Anthropic's and Gemini's SDKs and for Bedrock's alike.
+PROTOCOLS = {
+    "openai": (
+        "/v1/chat/completions", "/v1/chat/completions",
+        lambda stream: {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "stall"}]},
+    ),
+    "bedrock": (
+        "/model/m/converse", "/model/m/converse-stream",
+        lambda stream: {"messages": [{"role": "user", "content": [{"text": "stall"}]}]},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_a_slow_first_byte_sends_the_headers_at_once(server: LiveServer, transactional_db: None, stream: bool) -> None:
+def test_a_slow_first_byte_sends_the_headers_at_once(
+    server: LiveServer, transactional_db: None, stream: bool, protocol: str
+) -> None:
     make_scenario("stall", [{"turn": 1, "failures_before_success": "always", "failure_status": "slow_first_byte",
                              "failure_retry_after_ms": STALL_MS,
                              "response": {"kind": "text", "assistant_text": ANSWER}}])  # fmt: skip
-    body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "stall"}]}
-    headers_at, ended, received = timed_post(server.url, "/v1/chat/completions", body)
-    assert received.startswith(b"HTTP/1.1 200 ")
+    plain, streamed, body = PROTOCOLS[protocol]
+    headers_at, ended, received = timed_post(server.url, streamed if stream else plain, body(stream))
+    assert received.startswith(b"HTTP/1.1 200 "), received[:300]
     assert headers_at < 0.5, f"the headers came after {headers_at:.3f} s, with the body"
     assert ended >= STALL_MS / 1000 * 0.9, f"the answer came after {ended:.3f} s, before the stall ended"
-    assert b"Stalled," in received and (b"[DONE]" in received) == stream
+    assert b"Stalled," in received
+    if protocol == "openai":
+        assert (b"[DONE]" in received) == stream
+    else:
+        assert (b"application/vnd.amazon.eventstream" in received) == stream

@@ -159,12 +159,11 @@ def test_every_route_refuses_a_key_that_did_not_arrive(
 @pytest.fixture(scope="module")
 def keyed_server(django_db_setup, django_db_blocker, tmp_path_factory):
     """A server started with ``HARNESS_REQUIRE_KEY=1``."""
-    from tests.conftest import start_server
+    from tests.conftest import running_server
 
-    server = start_server(tmp_path_factory.mktemp("keyed"), {"HARNESS_PACING": "off", "HARNESS_REQUIRE_KEY": "1"})
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    env = {"HARNESS_PACING": "off", "HARNESS_REQUIRE_KEY": "1"}
+    with running_server(tmp_path_factory.mktemp("keyed"), env) as server:
+        yield server
 
 
 def test_a_server_that_requires_keys_refuses_embeddings_without_one(keyed_server, transactional_db) -> None:
@@ -237,3 +236,18 @@ def test_azures_v1_routes_refuse_a_missing_key_in_azures_format(
     assert caught.value.body == {"code": "401", "message": keys.MISSING["azure"][1]}
     run = caught.value.response.headers["x-harness-run"]
     assert recorded_run(run).events.filter(kind="rejected").exists()
+
+
+def test_in_process_a_refusal_carries_the_request_id_as_the_servers_does(harness_server, transactional_db) -> None:
+    """Anthropic's errors carry the request id in the body as in the ``request-id`` header: the in-process refusal
+    is the server's, byte for byte but the id."""
+    from harnessweb.testing.harness import Harness
+
+    body = {**CHAT, "max_tokens": 9}
+    headers = {**REQUIRE, "anthropic-version": "2023-06-01"}
+    served = post(harness_server.url, "/v1/messages", body, headers)
+    in_process = Harness().http_client().post(Harness.base_url + "/v1/messages", json=body, headers=headers)
+    for response in (served, in_process):
+        assert response.status_code == 401
+        assert response.json()["request_id"] == response.headers["request-id"] != ""
+    assert {**in_process.json(), "request_id": "-"} == {**served.json(), "request_id": "-"}

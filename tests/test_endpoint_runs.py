@@ -266,10 +266,9 @@ def test_it_counts_concurrent_retries_atomically(harness_server, transactional_d
 
 @pytest.mark.backends
 def test_it_counts_retries_atomically_across_server_processes(harness_server, tmp_path, transactional_db):
-    from tests.conftest import start_server
+    from tests.conftest import running_server
 
-    second = start_server(tmp_path, {"HARNESS_PACING": "off"})
-    try:
+    with running_server(tmp_path, {"HARNESS_PACING": "off"}) as second:
         make_scenario(
             "contended-processes",
             [
@@ -296,9 +295,6 @@ def test_it_counts_retries_atomically_across_server_processes(harness_server, tm
         with concurrent.futures.ThreadPoolExecutor(10) as pool:
             statuses = sorted(pool.map(attempt, urls))
         assert statuses == [200] * 6 + [429] * 4
-    finally:
-        second.process.terminate()
-        second.process.wait(10)
 
 
 def test_it_uses_the_anthropic_error_shape_for_anthropic_failures(claude):

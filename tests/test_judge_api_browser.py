@@ -13,16 +13,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.conftest import LiveServer, log_in, make_token
-from tests.judging import CRITERIA, judge_scenario, play, start_judging_server, subject_scenario, verdict_json
+from tests.conftest import LiveServer, log_in, make_token, running_server
+from tests.judging import CRITERIA, judge_scenario, judging_env, play, subject_scenario, verdict_json
 
 
 @pytest.fixture(scope="module")
 def judging_server(harness_server: LiveServer, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    server = start_judging_server(f"{harness_server.url}/v1", tmp_path_factory.mktemp("judge-api"))
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    with running_server(tmp_path_factory.mktemp("judge-api"), judging_env(f"{harness_server.url}/v1")) as server:
+        yield server
 
 
 def test_it_shows_a_job_queued_over_rest_reaching_its_verdict(

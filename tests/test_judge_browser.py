@@ -12,16 +12,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LiveServer, log_in
-from tests.judging import CRITERIA, judge_scenario, play, start_judging_server, subject_scenario, verdict_json
+from tests.conftest import LiveServer, log_in, running_server
+from tests.judging import CRITERIA, judge_scenario, judging_env, play, subject_scenario, verdict_json
 
 
 @pytest.fixture(scope="module")
 def judging_server(harness_server: LiveServer, tmp_path_factory: Any) -> Iterator[LiveServer]:
-    server = start_judging_server(f"{harness_server.url}/v1", tmp_path_factory.mktemp("judging"))
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    with running_server(tmp_path_factory.mktemp("judging"), judging_env(f"{harness_server.url}/v1")) as server:
+        yield server
 
 
 def test_it_judges_the_listed_runs_with_live_progress(

@@ -13,7 +13,9 @@ import httpx2
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs_app.models import Cassette
+from runs_app.ci import cassette_uploads
+from runs_app.endpoint import cassette_replay
+from runs_app.models import Cassette, CassetteQuerySet
 from tests.conftest import VCR_DIR, make_token, vcr_fixture
 
 FILES = ("openai_simple_text.json", "anthropic_simple_text.json", "gemini_simple_text.json")
@@ -149,3 +151,24 @@ def test_several_files_take_no_single_name(harness_server, transactional_db) -> 
     )  # fmt: skip
     assert response.status_code == 422
     assert "leave them out with several files" in response.text and Cassette.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_newest_of_a_name_is_the_one_replayed_and_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule for "the stored cassette of that name": the endpoint replays it and load_cassettes compares against
+    it (``--replace`` relies on the two being the same row), with or without ``.json``, ties broken by id."""
+    data = vcr_fixture("openai_simple_text.json")
+    older = Cassette.objects.create(name="openai_x.json", content=b"{}", digest="a" * 64, size=2)
+    newer = Cassette.objects.create(name="openai_x", content=data, digest="b" * 64, size=len(data))
+    Cassette.objects.create(name="openai_y.json", content=b"{}", digest="c" * 64, size=2)
+    Cassette.objects.filter(pk=older.pk).update(uploaded_at=newer.uploaded_at)  # the same instant: the id decides
+    assert Cassette.objects.newest("openai_x.json") == newer
+    assert Cassette.objects.newest(" openai_x ") == newer
+    assert Cassette.objects.newest("openai_z") is None
+
+    # Both sides ask that one rule: whatever it answers is what is replayed and what a file is compared with.
+    monkeypatch.setattr(CassetteQuerySet, "newest", lambda self, name: older)
+    replayed = cassette_replay.load("openai_x")
+    assert isinstance(replayed, str) and f"Cassette 'openai_x.json' (#{older.pk}) is stored but" in replayed
+    outcome, said = cassette_uploads.load(cassette_uploads.check_file("openai_x.json", data), replace=False)
+    assert (outcome, f"(#{older.pk}," in said) == ("kept", True), said

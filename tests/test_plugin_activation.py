@@ -68,6 +68,33 @@ def test_activating_twice_patches_once(tmp_path: Path) -> None:
     assert run_child(env, code) == ["True"]
 
 
+def test_the_process_harness_reads_the_default_usage_as_the_plugin_does(tmp_path: Path) -> None:
+    (tmp_path / "greeting.json").write_text(json.dumps(SCENARIO))
+    env = {"HARNESS_ACTIVATE": str(tmp_path), "LLM_USER_PATH": str(tmp_path / "llm"), "HARNESS_DEFAULT_USAGE": "seed"}
+    code = (
+        "import openai\n"
+        "usage = openai.OpenAI().chat.completions.create(\n"
+        "    model='gpt-4o', messages=[{'role': 'user', 'content': 'greeting'}]).usage\n"
+        "print(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)\n"
+    )
+    assert run_child(env, code) == ["64 32 96"]  # seed 000's, as HARNESS_DEFAULT_USAGE=seed asks
+
+
+def test_the_process_harness_names_a_default_usage_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessweb.testing import activation
+
+    (tmp_path / "greeting.json").write_text(json.dumps(SCENARIO))
+    monkeypatch.setattr(activation, "_process", None)
+    monkeypatch.setenv("HARNESS_ACTIVATE", str(tmp_path))
+    monkeypatch.setenv("HARNESS_DEFAULT_USAGE", "fixed")
+    with pytest.raises(ValueError, match="HARNESS_DEFAULT_USAGE must be 'counted' or 'seed', not 'fixed'"):
+        activation.process_harness()
+    monkeypatch.setenv("HARNESS_DEFAULT_USAGE", "Seed")
+    assert activation.process_harness().options.default_usage == "seed"
+
+
 def source_copy(tmp_path: Path) -> Path:
     """The checkout copied (setuptools builds in the source folder, and a stale build/ there would be packaged)."""
     source = tmp_path / "source"

@@ -209,3 +209,48 @@ def test_server_mode_refuses_a_cassette_rather_than_drop_it() -> None:
     assert type(harness) is Harness
     with pytest.raises(HarnessError, match=r"load_cassettes DIR\) and name it with the X-Harness-Cassette header"):
         RemoteHarness().use_cassette("openai_simple_text")
+
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+
+def test_an_llm_model_under_use_cassette_is_an_error_never_another_answer() -> None:
+    from harnessweb.testing.harness import Harness, HarnessError, Options
+
+    harness = Harness(options=Options(cassettes=str(VCR_DIR)))
+    harness.set_response(text="configured")
+    harness.use_cassette("openai_simple_text")
+    with pytest.raises(HarnessError, match=r"use_cassette\('openai_simple_text'\) answers wire clients only"):
+        harness.get_model("gpt-4o-mini").prompt("hi").text()
+    harness.use_cassette(None)  # the configured answer is still there for the llm boundary
+    assert harness.get_model("gpt-4o-mini").prompt("hi").text() == "configured"
+
+
+def test_a_scenarios_cassette_in_process_is_recorded_as_the_cassettes_answer() -> None:
+    from harnessweb.testing.harness import Harness, Options
+
+    harness = Harness(options=Options(cassettes=str(VCR_DIR)))
+    turns = [{"turn": 1, "response": {"kind": "text", "assistant_text": "From the scenario."}}]
+    harness.use_scenario({"id": "taped", "cassette": "openai_simple_text", "turns": turns})
+    stream = harness.openai_client().chat.completions.create(**CHAT)
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "pong"
+    assert harness.last_call.answered_by == "cassette"  # as a header's or use_cassette's replay records it
+
+
+@pytest.mark.parametrize("how", ["header", "option"])
+def test_a_request_naming_a_cassette_must_carry_its_key_when_keys_must_arrive(how: str) -> None:
+    from harnessweb.testing.harness import Harness, Options
+
+    harness = Harness(options=Options(cassettes=str(VCR_DIR), require_key=how == "option"))
+    http = harness.http_client()
+    named = {"X-Harness-Cassette": "openai_simple_text"}
+    headers = {**named, "X-Harness-Require-Key": "1"} if how == "header" else named
+    url = harness.base_url + "/v1/chat/completions"
+    refused = http.post(url, json=CHAT, headers=headers)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"].startswith("You didn't provide an API key.")
+    assert harness.calls == []  # refused before the cassette answered, as the server refuses it
+    replayed = http.post(url, json=CHAT, headers={**headers, "authorization": "Bearer sk-replay"})
+    assert replayed.status_code == 200 and b"chatcmpl-vcr001" in replayed.content  # the recording
+    harness.use_cassette("openai_simple_text")  # named by the test rather than the request: the same check
+    assert http.post(url, json=CHAT, headers={"X-Harness-Require-Key": "1"}).status_code == 401

@@ -6,7 +6,11 @@ the §4.2 call record with ``call["response"]`` as configured and ``call["error"
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
+
+from harnessweb.testing.calls import Call
 
 pytest_plugins = ["pytester"]
 
@@ -281,3 +285,20 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_seed_002_to_the_letter(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-q")
     result.assert_outcomes(passed=TESTS.count("\ndef test_"))
+
+
+def test_a_calls_dict_copies_its_record_and_leaves_the_rest_untouched() -> None:
+    # Seed 002's response as configured may be anything a test hands over (here a generator, which cannot be
+    # copied): as_dict leaves it out without copying it, and the record it returns is a copy of the call's.
+    call = Call(
+        protocol="openai", model="m", path="/v1/chat/completions", messages=[{"role": "user", "content": "hi"}],
+        system="", prompt="hi", tools=["f"], schema=None, temperature=0.0, top_p=None, max_tokens=None,
+        params={"user": "u"}, stream=False, timestamp="2026-01-01T00:00:00Z", response={"text": "ok"},
+        body={"model": "m"}, answer=(chunk for chunk in ["o", "k"]),
+    )  # fmt: skip
+    data = call.as_dict()
+    assert list(data) == [f.name for f in fields(Call) if f.name not in ("body", "configured", "answer", "started")] + [
+        "prompt_length"
+    ]
+    assert data["messages"] == call.messages and data["messages"] is not call.messages
+    assert (data["response"], data["params"], data["prompt_length"]) == ({"text": "ok"}, {"user": "u"}, 2)

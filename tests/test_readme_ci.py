@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from runs_app.models import JudgeVerdict, Run
-from tests.conftest import ROOT, free_port, make_token
-from tests.judging import CRITERIA, judge_scenario, start_judging_server, verdict_json
+from tests.conftest import ROOT, free_port, make_token, running_server
+from tests.judging import CRITERIA, judge_scenario, judging_env, verdict_json
 
 NODE = shutil.which("node")
 MODULE = re.compile(r"```js\n(// tests/e2e/harness-ci\.mjs:.*?)```", re.DOTALL)
@@ -54,10 +54,9 @@ console.log(JSON.stringify({ runId, verdict }));
 def judged_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factory: Any) -> Any:
     """A live server whose judge is its own fake endpoint (a scenario answering the verdict)."""
     port = free_port()
-    server = start_judging_server(f"http://127.0.0.1:{port}/v1", tmp_path_factory.mktemp("readme-ci"), port=port)
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    env = judging_env(f"http://127.0.0.1:{port}/v1")
+    with running_server(tmp_path_factory.mktemp("readme-ci"), env, port=port) as server:
+        yield server
 
 
 def module_text() -> str:

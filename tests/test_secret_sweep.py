@@ -23,7 +23,7 @@ from harnessweb.engine import wire
 from harnessweb.engine.redaction import fingerprint
 from runs_app.endpoint.cassette_replay import upstream_provider
 from runs_app.models import TraceLog
-from tests.conftest import LiveServer, make_client, start_server
+from tests.conftest import LiveServer, make_client, running_server
 
 
 def _random(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
@@ -219,10 +219,8 @@ def recording_server(harness_server: LiveServer, tmp_path_factory: Any) -> Itera
     upstreams = {
         f"HARNESS_UPSTREAM_{upstream_provider(m.PROTOCOL).upper()}_URL": harness_server.url for m in wire.WIRES
     }
-    server = start_server(tmp_path_factory.mktemp("sweep"), {"HARNESS_PACING": "off", **upstreams})
-    yield server
-    server.process.terminate()
-    server.process.wait(10)
+    with running_server(tmp_path_factory.mktemp("sweep"), {"HARNESS_PACING": "off", **upstreams}) as server:
+        yield server
 
 
 def found_in(text: str) -> list[str]:

@@ -11,8 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from harnessweb.engine import asked, configured
+from harnessweb.engine.expectations import demand_expectations
 from harnessweb.engine.playback import Catalog, decide
-from harnessweb.engine.schemas import Scenario, format_validation_error
+from harnessweb.engine.schemas import Scenario, ScenarioTurn, format_validation_error
 from harnessweb.engine.wire import openai as openai_wire
 
 PERSON = {
@@ -95,6 +96,18 @@ def test_a_turn_calling_a_tool_outside_the_allowed_ones_still_fails() -> None:
     assert text.problem == "tool_choice requires a call to one of 'a', 'b' but turn 1 answers text"
 
 
+def test_the_run_pages_forced_tool_row_names_the_tool_as_it_is_and_the_message_quotes_it() -> None:
+    step = ScenarioTurn.model_validate({"turn": 1, "response": {"kind": "text", "assistant_text": "no"}})
+    forced = {"type": "function", "function": {"name": "final_answer"}}
+    [one] = demand_expectations(step, request(tools=[tool("final_answer", NOTHING)], tool_choice=forced))
+    assert (one.what, one.expected, one.actual, one.ok) == ("Forced tool", "final_answer", "text", False)
+    assert one.problem == "tool_choice forces 'final_answer' but turn 1 answers text"
+    tools = [tool("a", NOTHING), tool("b", NOTHING)]
+    [several] = demand_expectations(step, request(tools=tools, tool_choice="required"))
+    assert several.expected == "one of 'a', 'b'"
+    assert several.problem == "tool_choice requires a call to one of 'a', 'b' but turn 1 answers text"
+
+
 def test_lorem_under_required_calls_the_first_offered_tool_with_valid_arguments() -> None:
     tools = [tool("get_weather", WEATHER), tool("person", PERSON)]
     first = decide(Catalog.build([]), request(tools=tools, tool_choice="required"))
@@ -139,6 +152,22 @@ def test_a_structured_turn_is_the_json_text_otherwise(body: dict[str, Any]) -> N
     decision = play(STRUCTURED, **body)
     assert not decision.problem and calls(decision) == [] and [json.loads(t) for t in texts(decision)] == [ALICE]
     assert decision.reply.finish == "stop"
+
+
+def test_a_long_running_server_keeps_no_reply_per_schema_it_was_asked_for() -> None:
+    # A structured turn's reply follows each request's tools and schema: built each time, not kept per schema (a
+    # server asked with ever new schemas would keep them all); a scripted text turn is still built once.
+    text = {"turn": 1, "response": {"kind": "text", "assistant_text": "hi"}}
+    scenarios = [{"id": "who", "turns": [{"turn": 1, "response": STRUCTURED}]}, {"id": "hi", "turns": [text]}]
+    catalog = Catalog.build([Scenario.model_validate(s) for s in scenarios])
+    for index in range(3):
+        schema = {**PERSON, "title": f"Person{index}"}
+        body = {"response_format": {"type": "json_schema", "json_schema": {"name": f"P{index}", "schema": schema}}}
+        decision = decide(catalog, request(**body), header_scenario="who")
+        assert not decision.problem and [json.loads(t) for t in texts(decision)] == [ALICE]
+    assert catalog.replies == {}
+    first, again = (decide(catalog, request(), header_scenario="hi") for _ in range(2))
+    assert texts(first) == ["hi"] and first.reply == again.reply and len(catalog.replies) == 1
 
 
 def test_a_structured_turn_that_breaks_the_schema_fails_validation_naming_where() -> None:

@@ -212,13 +212,15 @@ def demand_expectations(step: ScenarioTurn, request: ChatRequest) -> list[Expect
     called, text = _answers(step)
     if request.required_tools:
         allowed = request.required_tools
-        wanted = f"'{allowed[0]}'" if len(allowed) == 1 else "one of " + ", ".join(f"'{t}'" for t in allowed)
+        # The row shows a forced tool's name as it is, the message quotes it; several read "one of 'a', 'b'" in both.
+        expected = allowed[0] if len(allowed) == 1 else "one of " + ", ".join(f"'{t}'" for t in allowed)
+        wanted = f"'{expected}'" if len(allowed) == 1 else expected
         names = {sanitize_tool_name(t) for t in allowed}
         ok = step.ignore_tool_choice or any(sanitize_tool_name(t) in names for t in called)
         actual = f"calls {', '.join(called)}" if called else "text"
         verb = "forces" if len(allowed) == 1 else "requires a call to"
         problem = "" if ok else f"tool_choice {verb} {wanted} but turn {step.turn} answers {actual}"
-        rows.append(Expectation("Forced tool", wanted.strip("'") if len(allowed) == 1 else wanted, actual, ok, problem))
+        rows.append(Expectation("Forced tool", expected, actual, ok, problem))
     if request.schema_json and text is not None:
         schema = orjson.loads(request.schema_json)
         name = schema.get("title") if isinstance(schema, dict) else None

@@ -62,8 +62,8 @@ class Catalog:
     # Embedding pins by input text (the first scenario by id that pins a text wins).
     pins: dict[str, EmbeddingPin] = field(default_factory=dict)
     # Replies of scripted turns, built once per catalog: the same turn always gets the same reply (and, through
-    # the encoders' caches, the same bytes).
-    replies: dict[tuple[Any, ...], Reply] = field(default_factory=dict, compare=False, hash=False)
+    # the encoders' caches, the same bytes). Not a structured turn's: its reply follows each request.
+    replies: dict[tuple[str, int, bool, str], Reply] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def build(cls, scenarios: list[Scenario]) -> Catalog:
@@ -313,12 +313,15 @@ def _play_scenario(
     if problem:
         reply = _scenario_reply(scenario, step, pacing_enabled, signature_key)
         return Decision("scenario", scenario.id, turn, reply, problem=problem, notes=notes)
-    key: tuple[Any, ...] = (scenario.id, turn, pacing_enabled, signature_key)
-    if isinstance(step.response, StructuredResponse):  # its blocks follow what the request asks for
-        key += (request.required_tools, request.tool_schemas, request.schema_json)
-    reply = catalog.replies.get(key) or catalog.replies.setdefault(
-        key, _scenario_reply(scenario, step, pacing_enabled, signature_key, request)
-    )
+    if isinstance(step.response, StructuredResponse):
+        # Its blocks follow what each request asks for (tools, schema): built each time, as cheap as it is, rather
+        # than kept per schema in a cache a long-running server would grow without bound.
+        reply = _scenario_reply(scenario, step, pacing_enabled, signature_key, request)
+    else:
+        key = (scenario.id, turn, pacing_enabled, signature_key)
+        reply = catalog.replies.get(key) or catalog.replies.setdefault(
+            key, _scenario_reply(scenario, step, pacing_enabled, signature_key)
+        )
     if request.choices > 1:  # every choice answers as scripted
         reply = replace(reply, blocks=tuple(replace(b, choice=i) for i in range(request.choices) for b in reply.blocks))
     return Decision(

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 
 from harnessweb.engine.loader import read_scenario_files
 from harnessweb.engine.routes import RUN_KEY_PREFIX
-from harnessweb.testing.harness import Harness
+from harnessweb.testing.harness import Harness, Options, default_usage
 
 VARIABLE = "HARNESS_ACTIVATE"
 _process: Harness | None = None
@@ -26,12 +26,14 @@ _activated = ""  # what activate() answered from: once per process (the .pth, th
 
 
 def process_harness() -> Harness:
-    """The process's own harness (behind ``llm -m harness`` too), with the scenarios ``HARNESS_ACTIVATE`` names."""
+    """The process's own harness (behind ``llm -m harness`` too), with the scenarios ``HARNESS_ACTIVATE`` names and
+    the default usage ``HARNESS_DEFAULT_USAGE`` asks for, read as the plugin reads it."""
     global _process
     if _process is None:
         where = os.environ.get(VARIABLE, "")
         local = where and not where.startswith(("http://", "https://"))
-        _process = Harness([s for _, s in read_scenario_files([where])] if local else [])
+        scenarios = [s for _, s in read_scenario_files([where])] if local else []
+        _process = Harness(scenarios, Options(default_usage=default_usage()))
     return _process
 
 

@@ -8,7 +8,8 @@ Pure: no Django, no I/O.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, replace
+from copy import deepcopy
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from harnessweb.engine import asked
@@ -16,6 +17,8 @@ from harnessweb.engine.exchange import ChatRequest
 from harnessweb.engine.redaction import redact_json, redact_text, redact_url
 
 _UNSET: Any = object()
+# What a call's dict leaves out: the body as sent, what answered it beyond the record, and its clock.
+_NOT_IN_DICT = frozenset({"body", "configured", "answer", "started"})
 
 
 @dataclass
@@ -92,8 +95,9 @@ class Call:
         return getattr(self, name)
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(replace(self, configured=None))
-        del data["started"], data["body"], data["configured"], data["answer"]
+        """The call's record as a dict of its own (each field copied, as ``dataclasses.asdict`` would), and
+        ``prompt_length``; the body, the configured answer and seed 002's response are left out, never copied."""
+        data = {f.name: deepcopy(getattr(self, f.name)) for f in fields(self) if f.name not in _NOT_IN_DICT}
         return {**data, "prompt_length": self.prompt_length}
 
     def finish(self) -> None:

@@ -11,6 +11,7 @@ engine's answer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,13 @@ def check(folder: str, name: str) -> str:
     return stored if isinstance(stored, str) else ""
 
 
+def named(harness: Any, headers: Mapping[str, str]) -> str:
+    """The cassette a request names: its ``X-Harness-Record`` or ``X-Harness-Cassette`` header, else the test's
+    ``use_cassette`` ("" for none)."""
+    header = headers.get(RECORD_HEADER, "").strip() or headers.get(CASSETTE_HEADER, "").strip()
+    return header or (harness.cassette or "")
+
+
 def intercept(
     harness: Any, route: Any, method: str, path: str, headers: dict[str, str], body: bytes, request_id: str
 ) -> tuple[respond.Outgoing, history.Call | None] | None:
@@ -81,9 +89,8 @@ def intercept(
     none: the engine answers. A replayed call joins the test's history (``answered_by == "cassette"``) when its body
     is a conversation."""
     recording = headers.get(RECORD_HEADER, "").strip()
-    named = recording or headers.get(CASSETTE_HEADER, "").strip()
-    header = RECORD_HEADER if recording else CASSETTE_HEADER if named else None
-    name = named or (harness.cassette or "")
+    header = RECORD_HEADER if recording else CASSETTE_HEADER if headers.get(CASSETTE_HEADER, "").strip() else None
+    name = named(harness, headers)
     if not name:
         return None
     folder = harness.options.cassettes
@@ -123,11 +130,12 @@ def _call(harness: Any, route: Any, path: str, body: bytes) -> history.Call | No
 
 
 def from_scenario(
-    harness: Any, route: Any, decision: Any, path: str, body: bytes, request_id: str
+    harness: Any, route: Any, call: history.Call, decision: Any, path: str, body: bytes, request_id: str
 ) -> respond.Outgoing | None:
     """A request whose scenario names a cassette (``"cassette"``), as the server answers it: replayed from the
-    session's folder, or refused (a stored file that is no cassette); a cassette not there, or with nothing recorded
-    for this request, leaves the answer to the scenario (None)."""
+    session's folder, or refused (a stored file that is no cassette), the call then answered by ``"cassette"`` as a
+    header's replay is (a refusal on it as its error); a cassette not there, or with nothing recorded for this
+    request, leaves the answer to the scenario (None)."""
     scenario = harness._catalog.by_id.get(decision.scenario_id)
     if scenario is None or not scenario.cassette:
         return None
@@ -137,4 +145,9 @@ def from_scenario(
         scenario.cassette, load(folder, scenario.cassette), "POST", path, body, mode="playback", strict=False,
         fallback=True, where=where(folder),
     )  # fmt: skip
-    return _sent(then, route, request_id) if then.action in ("replay", "refuse") else None
+    if then.action not in ("replay", "refuse"):
+        return None
+    call.answered_by = "cassette"
+    if then.action == "refuse":
+        call.error = {"status": then.status, "kind": "rejected", "message": then.message}
+    return _sent(then, route, request_id)

@@ -8,8 +8,8 @@ would send, because both run the same engine and encoders (``harnessweb.engine.r
 from __future__ import annotations
 
 import datetime
+import os
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,15 +24,17 @@ from harnessweb.engine.exchange import (
     ScenarioNotFound,
 )
 from harnessweb.engine.expectations import KEY_PROBLEM
-from harnessweb.engine.playback import Catalog, check_key, decide
+from harnessweb.engine.playback import Catalog, decide
 from harnessweb.engine.redaction import redact_json
 from harnessweb.engine.routes import SCENARIO_HEADER
 from harnessweb.engine.schemas import FINGERPRINT_PATTERN, ExpectKey, Scenario, format_validation_error
+from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
 from harnessweb.testing import cassettes, costs
 from harnessweb.testing.clients import Clients
+from harnessweb.testing.keychecks import KeyRefused, OnWire, checked
 from harnessweb.testing.tracelogs import TraceCollector, TurnLog
 
 BASE_URL = "http://harness.invalid"  # in-process: never resolved, the transport answers it
@@ -56,16 +58,17 @@ class Options:
     cassettes: str = ""  # the folder use_cassette and X-Harness-Cassette name cassettes in (harness_cassettes)
 
 
+def default_usage(ini: str = "") -> str:
+    """The usage answers get where they set none, as the plugin and the process harness read it: the ini option
+    ``harness_default_usage`` when given, else ``HARNESS_DEFAULT_USAGE`` (the server's variable), else counted; a
+    ``ValueError`` naming the setting it cannot read."""
+    if ini.strip():
+        return parse_default_usage(ini, "ini option harness_default_usage")
+    return parse_default_usage(os.environ.get("HARNESS_DEFAULT_USAGE", ""))
+
+
 class HarnessError(Exception):
     """A test asked the harness for something it cannot do (an unknown scenario, an exception in server mode)."""
-
-
-class KeyRefused(Exception):
-    """Keys must arrive and this request's did not: the provider's own refusal (``respond.KeyRefusal``)."""
-
-    def __init__(self, refusal: respond.KeyRefusal) -> None:
-        super().__init__(refusal.message)
-        self.refusal = refusal
 
 
 class Harness(Clients):
@@ -305,15 +308,21 @@ class Harness(Clients):
         body: dict[str, Any],
         path: str,
         scenario_header: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        query_key: str = "",
+        wire: OnWire | None = None,
     ) -> tuple[history.Call, Decision, Failure | None]:
         """The one step every call takes: record it, then a configured error, a configured answer, or the engine
         (a scenario, an instruction block, the lorem). Returns the call, the decision and the failure to serve (or
         None); raises a configured exception as it is, and the engine's refusals (unknown scenario, nothing
-        matched under ``unmatched_error``, an invalid request). A call on a wire (``headers`` given) is then checked
-        as the server checks it: :class:`KeyRefused` when keys must arrive and its did not, the validation failure
-        when it carries another key than the one expected."""
+        matched under ``unmatched_error``, an invalid request). A call on a wire (``wire`` given) is then checked
+        as the server checks it (``keychecks.checked``): :class:`KeyRefused` when keys must arrive and its did not,
+        the validation failure when it carries another key than the one expected. A call at the ``llm`` boundary
+        (no wire) while a cassette is in use is a :class:`HarnessError`: a cassette holds a wire's bytes."""
+        if wire is None and self.cassette:  # a call under a cassette gets it or an error, never another answer
+            raise HarnessError(
+                f"use_cassette({self.cassette!r}) answers wire clients only (the SDK and HTTP clients the harness "
+                "hands out): an llm model's prompt() has no wire to replay it on; call harness.use_cassette(None) "
+                "first, and answer it with set_response or a scenario"
+            )
         call = self._begin(request, body, path)
         if request.key_place:
             call.key = {"place": request.key_place, "fingerprint": request.key_fingerprint}
@@ -326,7 +335,7 @@ class Harness(Clients):
         if entry is not None:
             call.answered_by, call.configured = "configured", entry
             decision, failure = configured.play(entry, request, len(self._calls), self.options.signature_key)
-            return call, *self._checked(call, decision, failure, request, headers, query_key)
+            return call, *checked(self, call, decision, failure, request, wire)
         decision = decide(
             self._catalog,
             request,
@@ -337,7 +346,7 @@ class Harness(Clients):
             default_usage=self.options.default_usage,  # type: ignore[arg-type]
         )
         call.answered_by = decision.mode
-        decision, _ = self._checked(call, decision, None, request, headers, query_key)
+        decision, _ = checked(self, call, decision, None, request, wire)
         failure = None
         if decision.failure is not None:  # counted per scenario, turn and provider (Decision.counter), as the server
             key = (decision.counter, request.system, request.first_user, decision.turn)
@@ -346,29 +355,6 @@ class Harness(Clients):
                 self._attempts[key] = attempt + 1
                 failure = decision.failure
         return call, decision, failure
-
-    def _checked(
-        self,
-        call: history.Call,
-        decision: Decision,
-        failure: Failure | None,
-        request: ChatRequest,
-        headers: Mapping[str, str] | None,
-        query_key: str,
-    ) -> tuple[Decision, Failure | None]:
-        """The server's checks of a call's key, in its order: keys that must arrive (the option, the header, the
-        scenario's ``require_key``), then the key expected of every call."""
-        if headers is None:  # the llm boundary: no key travels
-            return decision, failure
-        scenario = self._catalog.by_id.get(decision.scenario_id)
-        route = routes.resolve("POST", call.path, headers)  # exchange()'s: its provider reads the key
-        refused = respond.key_refusal(route, headers, query_key, self.options.require_key, scenario)  # type: ignore[arg-type]
-        if refused is not None:
-            call.error = {"status": refused.status, "kind": "rejected", "message": refused.message}
-            raise KeyRefused(refused)
-        checked = check_key(decision, request, self.answers.expect_key, self.options.signature_key)
-        call.problem = checked.problem
-        return checked, (failure if checked is decision else None)
 
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
         if self.traces is not None:  # what appeared since the last call is its trace log
@@ -388,15 +374,18 @@ class Harness(Clients):
         def error(status: int, message: str, param: str | None = None) -> respond.Outgoing:
             return respond.Outgoing(route.wire.encode_error(status, message, param=param, request_id=request_id))
 
+        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
+        on_wire = None if isinstance(route, routes.Refusal) else OnWire(route, headers, query_key, request_id)
+        # The server's one key check: a conversation's once its scenario is known (answer), but one a cassette
+        # answers (header or use_cassette) and any other route's now, before anything is replayed.
+        if on_wire is not None and (route.kind != "play" or cassettes.named(self, headers)):
+            named = self._catalog.by_id.get(headers.get(SCENARIO_HEADER) or self._scenario or "")
+            if refused := on_wire.refusal(self.options.require_key, named):
+                return respond.Outgoing(refused.encoded), extra, None
         if (taped := cassettes.intercept(self, route, method, path, headers, body, request_id)) is not None:
             return taped[0], [], taped[1]  # the recording's own headers, request id included, as the server sends
         if isinstance(route, routes.Refusal):
             return error(route.status, route.message), extra, None
-        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
-        if route.kind != "play":  # the server's one key check; a conversation's once its scenario is known (answer)
-            named = self._catalog.by_id.get(headers.get(SCENARIO_HEADER) or self._scenario or "")
-            if refused := respond.key_refusal(route, headers, query_key, self.options.require_key, named, request_id):
-                return respond.Outgoing(refused.encoded), extra, None
         if route.kind == "models":
             return respond.Outgoing(route.wire.encode_models(sorted(self._catalog.by_id))), extra, None
         if route.kind == "model":
@@ -423,9 +412,7 @@ class Harness(Clients):
             request = respond.continued(wire, request, kept[0])
         request = keys.stamped(request, headers, query_key)
         try:
-            call, decision, failure = self.answer(
-                request, body_json, path, headers.get(SCENARIO_HEADER), headers=headers, query_key=query_key
-            )
+            call, decision, failure = self.answer(request, body_json, path, headers.get(SCENARIO_HEADER), wire=on_wire)
         except KeyRefused as exc:
             return respond.Outgoing(exc.refusal.encoded), extra, self._calls[-1]
         except ScenarioNotFound as exc:
@@ -434,7 +421,7 @@ class Harness(Clients):
             return error(404, str(exc)), extra, self._calls[-1]
         except InvalidRequest as exc:
             return error(400, str(exc)), extra, self._calls[-1]
-        if (taped := cassettes.from_scenario(self, route, decision, path, body, request_id)) is not None:
+        if (taped := cassettes.from_scenario(self, route, call, decision, path, body, request_id)) is not None:
             return taped, [], call  # the scenario names a cassette: replayed (or refused) as the server does
         if failure is not None:
             out = respond.failure_outgoing(wire, failure, decision, request, request_id, self.options.timeout_hold_ms)

@@ -20,10 +20,9 @@ import pytest
 
 from harnessweb.engine.loader import ScenarioFileError, read_scenario_files
 from harnessweb.engine.pricing import PriceFileError
-from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.testing import guard
 from harnessweb.testing.costs import prices_from
-from harnessweb.testing.harness import Harness, Options
+from harnessweb.testing.harness import Harness, Options, default_usage
 from harnessweb.testing.judging import judged_lines
 from harnessweb.testing.remote import RemoteHarness, switch
 from harnessweb.testing.seed002 import MockGetModel, ResponseConfigurator, patch_llm
@@ -98,16 +97,12 @@ def _options(config: pytest.Config) -> Options:
         llm_default = None if raw_default == "lorem" else json.loads(raw_default)
     except ValueError as exc:
         raise pytest.UsageError(f"ini option harness_llm_default must be JSON or 'lorem': {exc}") from None
-    usage = str(config.getini("harness_default_usage"))
-    try:  # the ini option, else the variable the server reads too
-        if usage.strip():
-            default_usage = parse_default_usage(usage, "ini option harness_default_usage")
-        else:
-            default_usage = parse_default_usage(os.environ.get("HARNESS_DEFAULT_USAGE", ""))
+    try:  # the ini option, else the variable the server reads too (as the process harness reads it)
+        usage = default_usage(str(config.getini("harness_default_usage")))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     return Options(
-        default_usage=default_usage,
+        default_usage=usage,
         pacing=_flag(config, "harness_pacing"),
         unmatched_error=unmatched == "error",
         llm_default=llm_default,

@@ -17,7 +17,6 @@ from ninja.responses import Status
 from pydantic import ValidationError as PydanticValidationError
 
 from harnessweb.apikit import batch_response, field_errors, invalid, invalid_from, parse_json, read_uploads
-from harnessweb.engine import vcr
 from runs_app.ci.cassettes import (
     CassetteFile,
     cassette_file_name,
@@ -120,16 +119,11 @@ def upload(request: HttpRequest, meta: Any) -> Any:
 # -- a folder: manage.py load_cassettes ------------------------------------------------------------------------------
 
 
-def newest(name: str) -> Cassette | None:
-    """The stored cassette of that name a request naming it replays (the newest)."""
-    return Cassette.objects.filter(name__in=vcr.cassette_names(name)).order_by("-uploaded_at", "-id").first()
-
-
 def load(checked: Checked, *, replace: bool) -> tuple[str, str]:
     """Store a folder's file by its name: ``(outcome, what to say)``, the outcome ``stored``, ``unchanged`` (the
     newest of that name holds these bytes), ``kept`` (it differs, and only ``replace`` stores the file's over it;
     never silently), or ``taken`` (these bytes are stored under another name: the digest is unique)."""
-    stored = newest(checked.name)
+    stored = Cassette.objects.newest(checked.name)  # the one a request naming it replays
     if stored is not None and bytes(stored.content) == checked.data:
         return "unchanged", f"{checked.name}: unchanged (#{stored.pk})"
     if stored is not None and not replace:

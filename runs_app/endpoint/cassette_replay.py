@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
@@ -42,14 +43,18 @@ def upstream_provider(protocol: str) -> str:
     return UPSTREAM_OF.get(protocol, protocol)
 
 
+def named(headers: Mapping[str, str]) -> str:
+    """The cassette a request's headers name (``X-Harness-Record``, else ``X-Harness-Cassette``; "" for none)."""
+    return headers.get(RECORD_HEADER, "").strip() or headers.get(CASSETTE_HEADER, "").strip()
+
+
 async def intercept(consumer: Any, body: bytes) -> bool:
     """Answer a request whose headers name a cassette (True), or leave it to the engine (False)."""
     consumer.raw_body = body  # a scenario that names a cassette may need to forward it, after parsing
-    recording = consumer.headers.get(RECORD_HEADER, "").strip()
-    named = recording or consumer.headers.get(CASSETTE_HEADER, "").strip()
-    if not named:
+    name = named(consumer.headers)
+    if not name:
         return False
-    return await answer(consumer, named, body, record=bool(recording)) is not None
+    return await answer(consumer, name, body, record=bool(consumer.headers.get(RECORD_HEADER, "").strip())) is not None
 
 
 async def from_scenario(consumer: Any, scenario: Scenario | None) -> bool:
@@ -103,14 +108,10 @@ async def refuse(consumer: Any, status: int, message: str, param: str | None = N
     return status
 
 
-def _latest(name: str) -> Cassette | None:
-    return Cassette.objects.filter(name__in=vcr.cassette_names(name)).order_by("-uploaded_at", "-id").first()
-
-
 def load(name: str) -> tuple[str, dict[str, Any]] | str | None:
     """The newest stored cassette of that name (with or without ``.json``) as ``(name, cassette)``; None when none
     is stored; a message when the stored bytes are not a cassette."""
-    row = _latest(name)
+    row = Cassette.objects.newest(name)
     if row is None:
         return None
     try:
@@ -203,7 +204,7 @@ def store(name: str, interaction: dict[str, Any], provider: str) -> Cassette:
 
 
 def _stored(name: str, interaction: dict[str, Any], provider: str) -> Cassette:
-    latest = _latest(name)
+    latest = Cassette.objects.newest(name)
     previous = json.loads(bytes(latest.content)) if latest is not None else None
     file_name = latest.name if latest is not None else cassette_file_name(vcr.file_name(name))[:300]
     cassette = vcr.with_interaction(previous, file_name, interaction, timezone.now().isoformat(timespec="milliseconds"))

@@ -222,13 +222,17 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.query_key = parse_qs(self.query).get("key", [""])[0]  # Gemini's ?key=
         route = routes.resolve(self.scope["method"], self.scope["path"], self.headers, self.query)
         self.protocol = route.wire
+        if not isinstance(route, routes.Refusal):
+            # A conversation's key is checked once its scenario is known (play); any other route's now, and a
+            # request whose headers name a cassette before it is replayed (or recorded).
+            self.route = route
+            checked_now = route.kind != "play" or cassette_replay.named(self.headers)
+            if checked_now and (refused := await self.key_refusal()) is not None:
+                return await self.reply(refused.encoded)
         if await cassette_replay.intercept(self, body):  # X-Harness-Cassette / X-Harness-Record
             return
         if isinstance(route, routes.Refusal):
             return await self.reply(self._error(route.status, route.message))
-        self.route = route  # a conversation's key is checked once its scenario is known (play), any other's now
-        if route.kind != "play" and (refused := await self.key_refusal()) is not None:
-            return await self.reply(refused.encoded)
         if route.kind == "models":
             return await self.models()
         if route.kind == "model":

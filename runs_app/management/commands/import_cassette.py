@@ -12,12 +12,6 @@ from runs_app.ci.conversion import ConversionError, convert
 from runs_app.models import Cassette
 
 
-def _stored(name: str) -> Cassette | None:
-    """The newest stored cassette of that name (with or without ``.json``)."""
-    stem = name[: -len(".json")] if name.lower().endswith(".json") else name
-    return Cassette.objects.filter(name__in=[name, stem, f"{stem}.json"]).order_by("-uploaded_at", "-id").first()
-
-
 class Command(BaseCommand):
     help = (
         "Convert a VCR cassette into a scenario: its streams into turns (text, tool calls, thinking with signatures), "
@@ -38,7 +32,7 @@ class Command(BaseCommand):
                 raise CommandError(f"Cannot read {source}: {exc.strerror or exc}") from None
             name = path.name
         else:
-            row = _stored(source)
+            row = Cassette.objects.newest(source)
             if row is None:
                 raise CommandError(f"No file {source!r} and no stored cassette named {source!r}.")
             raw, name = bytes(row.content), row.name
