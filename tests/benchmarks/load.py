@@ -414,22 +414,25 @@ class Server:
         return [line for line in text.splitlines() if re.search(r"Traceback|Could not record|ERROR|Exception", line)]
 
 
-def make_server(name: str, port: int, cpus: set[int] | None = None) -> Server:
-    if name in OUR_SERVERS or name == "capture":
+def make_server(name: str, port: int, cpus: set[int] | None = None, capture: Path = CAPTURE) -> Server:
+    """A server by its row's name; ``NAME-norec`` is our app on that server with recording off, and a bare app
+    answers what ``capture`` holds (sequential.py serves a plain and a streamed capture)."""
+    base = name.removesuffix("-norec")
+    if base in OUR_SERVERS or name == "capture":
         app, cwd = "harnessweb.asgi:application", ROOT
         env = cluster_env() if name in CLUSTERS else app_env()
-        if name == "uvicorn-norec":
+        if name.endswith("-norec"):
             env["HARNESS_BENCH_NO_RECORD"] = "1"
     else:
-        app, cwd, env = "bare_app:app", BENCH, {**os.environ, "BENCH_CAPTURE": str(CAPTURE)}
+        app, cwd, env = "bare_app:app", BENCH, {**os.environ, "BENCH_CAPTURE": str(capture)}
     if name == "aimock":
         fixture = WORK / "aimock-fixture.json"
         fixture.write_text(json.dumps(AIMOCK_FIXTURE, indent=2))
         command = ["node", str(AIMOCK_CLI), "-p", str(port), "-h", HOST, "-f", str(fixture), "--log-level", "warn"]
         return Server(name, command, WORK, dict(os.environ), port, cpus=cpus)
-    if name.endswith("daphne"):
+    if base.endswith("daphne"):
         # As `make run` starts it (harnessweb/serve.py); the bare app runs from BENCH, where only daphne is at hand.
-        serve = [str(BIN / "python"), "-m", "harnessweb.serve"] if name == "daphne" else [str(BIN / "daphne")]
+        serve = [str(BIN / "python"), "-m", "harnessweb.serve"] if base == "daphne" else [str(BIN / "daphne")]
         command = [*serve, "-b", HOST, "-p", str(port), app]
     elif name.endswith("granian"):
         command = [str(BIN / "granian"), "--interface", "asgi", "--host", HOST, "--port", str(port)]
@@ -443,22 +446,28 @@ def make_server(name: str, port: int, cpus: set[int] | None = None) -> Server:
     return Server(name, command, cwd, env, port, cpus=cpus)
 
 
-def capture_response(body: bytes) -> bytes:
-    """Serve one request from our app and keep its status, app headers and body for the bare app."""
+def capture_response(body: bytes, capture: Path = CAPTURE, streamed: bool = True) -> bytes:
+    """Serve one request from our app and keep its status, app headers and body for the bare app (in ``capture``;
+    ``streamed``: the request asks for a stream)."""
     server = make_server("capture", free_port())
     server.start()
     try:
         status, headers, sse, _ = fetch(server.port, body)
     finally:
         server.stop()
-    if status != 200 or b"data: [DONE]" not in sse or b"Short benchmark" not in sse:
+    if status != 200 or (streamed and b"data: [DONE]" not in sse) or b"Short benchmark" not in sse:
         raise RuntimeError(f"unexpected answer from our app ({status}):\n{sse[:2000]!r}")
     kept = [(n, v) for n, v in headers if n not in SERVER_HEADERS | PER_REQUEST_HEADERS]
     fresh = [n for n, _ in headers if n in PER_REQUEST_HEADERS]
-    capture = {"status": status, "headers": kept, "per_request_headers": fresh, "body": base64.b64encode(sse).decode()}
-    CAPTURE.write_text(json.dumps(capture))
+    kept_capture = {
+        "status": status,
+        "headers": kept,
+        "per_request_headers": fresh,
+        "body": base64.b64encode(sse).decode(),
+    }
+    capture.write_text(json.dumps(kept_capture))
     frames = sse.count(b"\n\n")
-    log(f"captured our SSE answer: {len(sse)} bytes in {frames} frames -> {CAPTURE.relative_to(ROOT)}")
+    log(f"captured our answer: {len(sse)} bytes in {frames} frames -> {capture.relative_to(ROOT)}")
     return sse
 
 
