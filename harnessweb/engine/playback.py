@@ -402,7 +402,9 @@ def decide(
     if decision.problem:  # a failure report is served whole
         usage = tokens.counted(request, decision.reply.blocks, default)
         return replace(decision, reply=replace(decision.reply, usage=usage))
-    return replace(decision, reply=tokens.finished(decision.reply, request, default))
+    served = tokens.finished(decision.reply, request, default)
+    # The same reply (nothing cut, its usage as counted) keeps the decision: a dataclass replace is a call's cost.
+    return decision if served is decision.reply else replace(decision, reply=served)
 
 
 def _decide(
