@@ -9,7 +9,7 @@ from typing import Any
 
 import openai
 
-from runs_app.judging.verdicts import JUDGE_SYSTEM
+from harnessweb.judging.verdicts import JUDGE_SYSTEM
 from tests.conftest import LiveServer, make_scenario, recorded_run
 
 # Matched with system_contains: only the judge's requests carry it.

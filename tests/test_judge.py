@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
+from harnessweb.judging.verdicts import build_prompt
 from runs_app.judging.judge import NOT_CONFIGURED, judge, judge_run, transcript_from_run
-from runs_app.judging.verdicts import build_prompt
 from runs_app.models import JudgeVerdict, Run
 from runs_app.review import rules as review
 from tests.judging import CRITERIA, judge_scenario, play, point_judge_at, subject_scenario, verdict_json

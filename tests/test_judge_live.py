@@ -8,9 +8,9 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
+from harnessweb.judging.verdicts import diagnostic_verdict
 from runs_app.judging import batches
 from runs_app.judging.judge import store_verdict
-from runs_app.judging.verdicts import diagnostic_verdict
 from runs_app.models import JudgeBatch
 from tests.conftest import make_run
 from tests.test_live_consumers import ORIGIN, open_socket

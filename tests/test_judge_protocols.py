@@ -10,9 +10,9 @@ import uuid
 import pytest
 
 from harnessweb.engine.redaction import fingerprint
-from runs_app.judging.client import JudgeConfig, placeholder_reason
+from harnessweb.judging.client import JudgeConfig, placeholder_reason
+from harnessweb.judging.verdicts import JUDGE_SYSTEM
 from runs_app.judging.judge import configured, judge_run
-from runs_app.judging.verdicts import JUDGE_SYSTEM
 from runs_app.models import Run
 from tests.conftest import recorded_run
 from tests.judging import CRITERIA, judge_scenario, play, point_judge_at, subject_scenario, verdict_json

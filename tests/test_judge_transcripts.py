@@ -17,8 +17,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
+from harnessweb.judging.verdicts import MAX_ATTACHMENT_CHARS, format_transcript
 from runs_app.judging.judge import transcript_from_run, transcript_from_runs
-from runs_app.judging.verdicts import MAX_ATTACHMENT_CHARS, format_transcript
 from runs_app.models import JudgeVerdict, Run
 from tests.conftest import make_run, make_scenario, make_token, recorded_run
 from tests.judging import CRITERIA, judge_scenario, point_judge_at, verdict_json

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from runs_app.judging import transcript
-from runs_app.judging.client import JudgeConfig, judge_with
-from runs_app.judging.verdicts import (
+from harnessweb.judging import transcript
+from harnessweb.judging.client import JudgeConfig, judge_with
+from harnessweb.judging.verdicts import (
     JUDGE_SYSTEM,
     MAX_ATTACHMENT_CHARS,
     JudgeInput,

@@ -1,7 +1,7 @@
 """``harness.judge(criteria)``: seed 001's judge on the current test's conversation, from any CI. The test's calls
-are read as the events the endpoint records (:mod:`runs_app.ci.call_events`) through the same transcript as a
+are read as the events the endpoint records (:mod:`harnessweb.engine.call_events`) through the same transcript as a
 recorded run's, with the test's artifacts as generated pages and its trace logs; the judge is the server's own
-(:mod:`runs_app.judging.client`, configured by the same ``HARNESS_JUDGE_*`` variables); the verdict goes into the
+(:mod:`harnessweb.judging.client`, configured by the same ``HARNESS_JUDGE_*`` variables); the verdict goes into the
 test's report (JUnit properties, the terminal summary) and, in server mode or with ``--harness-upload``, onto the
 test's run, where it waits in the review queue.
 
@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harnessweb.engine.call_events import call_events
+from harnessweb.judging.client import JudgeConfig, judge_with
+from harnessweb.judging.transcript import conversation, timeline
+from harnessweb.judging.verdicts import FAIL, JudgeInput, JudgeVerdict, TurnLog, criteria_lines
 from harnessweb.testing.calls import call_out
 from harnessweb.testing.outbound import letting_through
-from runs_app.ci.call_events import call_events
-from runs_app.judging.client import JudgeConfig, judge_with
-from runs_app.judging.transcript import conversation, timeline
-from runs_app.judging.verdicts import FAIL, JudgeInput, JudgeVerdict, TurnLog, criteria_lines
 
 
 class JudgeFailed(AssertionError):

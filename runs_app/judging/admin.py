@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from harnessweb.judging.verdicts import criteria_lines
 from runs_app.adminkit import HarnessAdmin
 from runs_app.judging.forms import JUDGE_FORM, JudgeForm, Selection, form_context
 from runs_app.judging.models import CriteriaSet, JudgeBatch
-from runs_app.judging.verdicts import criteria_lines
 from runs_app.models import Run
 
 

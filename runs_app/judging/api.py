@@ -38,11 +38,11 @@ from harnessweb.apikit import (
     read_json,
     storable,
 )
+from harnessweb.judging.verdicts import criteria_lines
 from runs_app import tokens
 from runs_app.judging import batches
 from runs_app.judging.judge import configured
 from runs_app.judging.models import CriteriaSet, JudgeBatch
-from runs_app.judging.verdicts import criteria_lines
 from runs_app.models import ApiToken, JudgeVerdict, Run, VerdictCriterion
 from runs_app.review import rules as review
 

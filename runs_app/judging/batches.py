@@ -21,10 +21,10 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from harnessweb.judging.verdicts import criteria_lines
 from runs_app.endpoint.recorder import broadcast
 from runs_app.judging.judge import configured, judge_run
 from runs_app.judging.models import CriteriaSet, JudgeBatch
-from runs_app.judging.verdicts import criteria_lines
 from runs_app.models import ApiToken, JudgeVerdict, Run
 from runs_app.review import rules as review
 

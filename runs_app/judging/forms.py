@@ -10,9 +10,9 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
+from harnessweb.judging.verdicts import criteria_lines
 from runs_app.judging.judge import configured
 from runs_app.judging.models import CriteriaSet
-from runs_app.judging.verdicts import criteria_lines
 from runs_app.live.presenters import filter_runs, run_filters
 from runs_app.models import Run
 

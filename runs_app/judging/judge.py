@@ -2,8 +2,8 @@
 001's ``fromDatabase`` for one of our runs), ``transcript_from_runs`` (``fromDatabase`` by a conversation's
 identity: several runs merged in time order) and storing the verdict where the review queue finds it.
 
-Thin on purpose: the prompt and the parsing are pure (:mod:`runs_app.judging.verdicts`,
-:mod:`runs_app.judging.transcript`), the call is :mod:`runs_app.judging.client`.
+Thin on purpose: the prompt and the parsing are pure (:mod:`harnessweb.judging.verdicts`,
+:mod:`harnessweb.judging.transcript`), the call is :mod:`harnessweb.judging.client`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from runs_app.judging.client import JudgeConfig, judge_with
-from runs_app.judging.transcript import conversation, merge_conversations, timeline, uploaded_conversation
-from runs_app.judging.verdicts import JudgeInput, JudgeVerdict, TurnLog, build_prompt, diagnostic_verdict
+from harnessweb.judging.client import JudgeConfig, judge_with
+from harnessweb.judging.transcript import conversation, merge_conversations, timeline, uploaded_conversation
+from harnessweb.judging.verdicts import JudgeInput, JudgeVerdict, TurnLog, build_prompt, diagnostic_verdict
 from runs_app.models import Artifact, Run, VerdictCriterion
 from runs_app.models import JudgeVerdict as StoredVerdict
 

@@ -19,8 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from harnessweb.judging.verdicts import criteria_lines
 from runs_app.judging.judge import configured, judge, judge_run, runs_of, store_verdict, transcript_from_runs
-from runs_app.judging.verdicts import criteria_lines
 from runs_app.models import Run
 from runs_app.review import rules as review
 

@@ -15,7 +15,7 @@ import urllib.request
 from dataclasses import dataclass, replace
 from typing import Any
 
-from runs_app.judging.verdicts import (
+from harnessweb.judging.verdicts import (
     JudgeInput,
     JudgeVerdict,
     Prompt,

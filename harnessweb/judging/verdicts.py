@@ -3,7 +3,7 @@
 prompt built from it (``format_transcript``, ``build_prompt``), and the verdict read back from its answer, raw JSON
 or fenced, or the diagnostic verdict when there is none, or the skipped one when the judge was not asked.
 
-Pure: no Django, no I/O. The call lives in :mod:`runs_app.judging.client`, the storing in
+Pure: no Django, no I/O. The call lives in :mod:`harnessweb.judging.client`, the storing in
 :mod:`runs_app.judging.judge`.
 """
 

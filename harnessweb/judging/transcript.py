@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harnessweb.engine import routes, wire
-from runs_app.judging.verdicts import TranscriptMessage
+from harnessweb.judging.verdicts import TranscriptMessage
 
 # A timeline line quotes at most this much of a text.
 QUOTE_CHARS = 300
