@@ -3,14 +3,16 @@ with its own temporary SQLite database, the session's scenarios loaded and a wri
 It is the session's own (``HARNESS_SESSION_SERVER``): a request naming no run belongs to the test being served,
 which the plugin names (``Server.serving``; ``runs_app/endpoint/current.py``).
 
-It is started through ``python -m django`` and ``python -m harnessweb.serve`` (daphne, request bodies left to the app)
-with the project's own settings, so this module imports nothing of Django: the test process's settings (a team's own
-Django project) stay untouched.
+It is started as any test runner starts one, ``python -m harnessweb serve --fresh --port 0`` (``harnessweb/cli.py``),
+whose one JSON line gives the URL and the token; the server's output goes to ``server.log`` in the session's folder.
+This module imports nothing of Django: the test process's settings (a team's own Django project) stay untouched.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import selectors
 import socket
 import subprocess
 import sys
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SETTINGS = "harnessweb.settings"
 START_TIMEOUT_S = 60
 
 
@@ -50,25 +51,18 @@ class Server:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # daphne flushes what is pending on SIGTERM
+            self.process.terminate()  # what is pending is written, the fresh database removed
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env(folder: Path, pacing: bool, default_usage: str = "counted") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "HARNESS_CATALOG_STAMP")}
+def _env(default_usage: str) -> dict[str, str]:
+    env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE=SETTINGS,
-        SQLITE_PATH=str(folder / "harness.sqlite3"),
-        HARNESS_PACING="on" if pacing else "off",
         HARNESS_DEFAULT_USAGE=default_usage,
         HARNESS_RECORDER_FLUSH_MS="5",
         HARNESS_SESSION_SERVER="1",  # this session's alone: a request naming no run is the current test's
@@ -76,35 +70,41 @@ def _env(folder: Path, pacing: bool, default_usage: str = "counted") -> dict[str
     return env
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "django", *args], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ServerError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-    return done.stdout
-
-
 def start(folder: Path, scenario_paths: list[str], *, pacing: bool = True, default_usage: str = "counted") -> Server:
-    """Migrate a new database in ``folder``, load the scenarios, issue a token, serve; return when it answers."""
-    env = _env(folder, pacing, default_usage)
-    _manage(env, "migrate", "--noinput")
-    if scenario_paths:
-        _manage(env, "load_scenarios", *scenario_paths)
-    token = _manage(env, "create_api_token", "pytest-plugin", "--scope", "write").strip()
-    port = _free_port()
+    """``harness serve --fresh --port 0`` with the scenarios (its log in ``folder``); return once it answers."""
+    command = [sys.executable, "-m", "harnessweb", "serve", "--fresh", "--port", "0"]
+    command += ["--pacing", "on" if pacing else "off"]
+    for path in scenario_paths:
+        command += ["--scenarios", str(path)]
     log = folder / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "harnessweb.serve",
-        "-b",
-        "127.0.0.1",
-        "-p",
-        str(port),
-        "harnessweb.asgi:application",
-    ]
-    process = subprocess.Popen(command, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    wait_until_serving(process, port, log)
-    return Server(f"http://127.0.0.1:{port}", token, process)
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, env=_env(default_usage), stdout=subprocess.PIPE, stderr=stderr)
+    announced = read_announcement(process, log)
+    return Server(announced["url"], announced["token"], process)
+
+
+def read_announcement(process: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+    """The JSON line ``harness serve`` prints on its stdout once it answers; :class:`ServerError` with its log if it
+    exits first or says nothing in time (then it is stopped)."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    received = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while b"\n" not in received:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                process.kill()
+                process.wait()
+                raise ServerError(f"the harness server did not answer within {timeout:.0f} s:\n{log.read_text()}")
+            if not selector.select(left):
+                continue
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                process.wait()
+                raise ServerError(f"the harness server exited at start ({process.returncode}):\n{log.read_text()}")
+            received += chunk
+    return json.loads(received.partition(b"\n")[0])
 
 
 def wait_until_serving(process: subprocess.Popen, port: int, log: Path, timeout: float = START_TIMEOUT_S) -> None:
