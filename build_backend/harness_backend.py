@@ -38,7 +38,7 @@ def build_wheel(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
     name = build_meta.build_wheel(wheel_directory, config_settings, metadata_directory)
-    add_to_root(Path(wheel_directory) / name, PTH, SOURCE.read_bytes())
+    add_files(Path(wheel_directory) / name, {PTH: SOURCE.read_bytes(), **site_files()})
     return name
 
 
@@ -46,27 +46,45 @@ def build_editable(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
     name = build_meta.build_editable(wheel_directory, config_settings, metadata_directory)
-    add_to_root(Path(wheel_directory) / name, PTH, SOURCE.read_bytes())
+    add_files(Path(wheel_directory) / name, {PTH: SOURCE.read_bytes()})  # the pages: read from the checkout
     return name
 
 
-def add_to_root(wheel: Path, name: str, data: bytes) -> None:
-    """Put ``data`` at ``name`` in the wheel's root, with its line in the RECORD (the wheel's list of files and
-    their hashes, which installers check); the ``.dist-info`` folder stays last, as the wheel format asks."""
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+def site_files() -> dict[str, bytes]:
+    """The dashboard's templates and static files, kept at the checkout's root (``templates/``, ``static/``), as
+    ``harnessweb/site/...`` in a regular wheel, where the settings look for them first: an installed server has its
+    pages (setuptools packages Python packages only)."""
+    root = SOURCE.parent
+    return {
+        f"harnessweb/site/{path.relative_to(root).as_posix()}": path.read_bytes()
+        for folder in ("templates", "static")
+        for path in sorted((root / folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def add_files(wheel: Path, files: dict[str, bytes]) -> None:
+    """Put each file at its path in the wheel, with its line in the RECORD (the wheel's list of files and their
+    hashes, which installers check); the ``.dist-info`` folder stays last, as the wheel format asks."""
     rewritten = wheel.with_name(wheel.name + ".part")
     with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(rewritten, "w", zipfile.ZIP_DEFLATED) as new:
-        entries = [info for info in old.infolist() if info.filename != name]
+        entries = [info for info in old.infolist() if info.filename not in files]
         info_dir = [info for info in entries if info.filename.split("/")[0].endswith(".dist-info")]
         for info in [info for info in entries if info not in info_dir]:
             new.writestr(info, old.read(info))
-        added = zipfile.ZipInfo(name, date_time=(info_dir or entries)[0].date_time)
-        added.external_attr = 0o644 << 16
-        new.writestr(added, data, zipfile.ZIP_DEFLATED)
+        for name, data in files.items():
+            added = zipfile.ZipInfo(name, date_time=(info_dir or entries)[0].date_time)
+            added.external_attr = 0o644 << 16
+            new.writestr(added, data, zipfile.ZIP_DEFLATED)
         for info in info_dir:
             content = old.read(info)
             if info.filename.endswith(".dist-info/RECORD"):
-                lines = [line for line in content.decode().splitlines() if not line.startswith(f"{name},")]
-                content = "\n".join([f"{name},sha256={digest},{len(data)}", *lines, ""]).encode()
+                lines = [line for line in content.decode().splitlines() if line.split(",")[0] not in files]
+                records = [f"{name},sha256={_digest(data)},{len(data)}" for name, data in files.items()]
+                content = "\n".join([*records, *lines, ""]).encode()
             new.writestr(info, content)
     rewritten.replace(wheel)
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
