@@ -1,4 +1,5 @@
-"""``python -m harnessweb.serve``: daphne's own command line (the same arguments), with request bodies left to the app.
+"""``python -m harnessweb.serve``: daphne's own command line (the same arguments), with request bodies left to the app,
+on uvloop and with a deep listen queue.
 
 Every daphne we start goes through here: ``make run``, the pytest plugin's server mode and the tests' servers.
 
@@ -9,17 +10,30 @@ sent with that content type) it answers a bare, empty 400 itself (``twisted/web/
 protocol's format. daphne never reads ``request.args`` (the app reads the raw body), so the parsing only costs
 memory and refuses requests; Twisted's ``parsePOSTFormSubmission=False`` turns it off, and the app answers such a
 request itself, as it does under uvicorn, which never parses bodies.
+
+daphne runs Twisted on an asyncio loop it creates when ``daphne.server`` is imported (``asyncio.new_event_loop()``,
+then ``asyncioreactor.install``). With uvloop's policy set first that loop is uvloop's (as uvicorn's is): each of
+a stream's frames costs the loop about half as much, which is what keeps 1,000 paced streams on time when they
+start at once (tests/benchmarks/README.md, *Pacing under load*). Without uvloop (an install without the ``fast``
+extra) it is the standard loop, as before.
+
+Twisted listens with a backlog of 50, and daphne's ``-b``/``-p`` build an endpoint string without one: 1,000
+clients connecting at once overflow it, and every dropped connection waits for the client's SYN to be sent again
+(1 s, 3 s, 7 s ...). Every TCP endpoint built from ``-b``/``-p`` (or daphne's default) gets ``LISTEN_BACKLOG``
+instead, uvicorn's figure; an endpoint string given with ``-e`` is taken as written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
-from daphne import access, cli, http_protocol
-from daphne.cli import CommandLineInterface
+from daphne import access, http_protocol
 
 from harnessweb.engine.redaction import redact_url
+
+LISTEN_BACKLOG = 2048
 
 
 class RawBodyRequest(http_protocol.WebRequest):
@@ -39,11 +53,41 @@ class RedactedAccessLog(access.AccessLogGenerator):
         super().__call__(protocol, action, details)
 
 
+def with_backlog(endpoints: list[str], backlog: int = LISTEN_BACKLOG) -> list[str]:
+    """daphne's endpoint strings, each TCP one given a listen backlog (unless it names its own)."""
+    return [f"{e}:backlog={backlog}" if e.startswith("tcp:") and ":backlog=" not in e else e for e in endpoints]
+
+
+def use_uvloop() -> bool:
+    """Make the loops asyncio creates from now on uvloop's, when it is installed; before ``daphne.server`` is
+    imported, so that the loop it hands Twisted's reactor is one of them. False when uvloop is missing, or the
+    reactor was installed already (something imported daphne's server first): the loop stays the one it has, and
+    the start-up line says which."""
+    if "daphne.server" in sys.modules or "twisted.internet.reactor" in sys.modules:
+        return False
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
+    use_uvloop()
+    from daphne import cli  # (imports daphne.server, which installs the reactor on a new loop)
+    from twisted.internet import reactor
+
     # daphne's HTTPFactory.buildProtocol reads this module global for each connection: daphne offers no setting.
     http_protocol.WebRequest = RawBodyRequest
     cli.AccessLogGenerator = RedactedAccessLog  # (what daphne's command line builds its access log with)
-    CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
+    build = cli.build_endpoint_description_strings
+    cli.build_endpoint_description_strings = lambda **kwargs: with_backlog(build(**kwargs))
+    loop = reactor._asyncioEventloop  # type: ignore[attr-defined]  (the loop daphne handed the reactor)
+    # The log's configuration is the app's (warnings up): this start-up line goes to stderr itself, once serving.
+    said = f"harnessweb.serve: daphne on {type(loop).__module__}.{type(loop).__name__}"
+    reactor.callWhenRunning(lambda: print(said, file=sys.stderr, flush=True))
+    cli.CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

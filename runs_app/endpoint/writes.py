@@ -39,7 +39,7 @@ class PendingEvent(NamedTuple):
     data: dict[str, Any]
 
 
-RUN_UPDATED_ON_CONFLICT = ("scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at")
+RUN_UPDATED_ON_CONFLICT = ("scenario_id", "mode", "status", "status_reason", "turns_served", "finished_at", "closed")
 
 
 def _insert_sql(model: type[models.Model], columns: list[str], update: tuple[str, ...] = ()) -> str:
@@ -138,7 +138,7 @@ def write(runs: list[dict[str, Any]], events: list[PendingEvent]) -> list[Pendin
     events as written are returned); a collision that outlasts a few attempts raises, and the batch is retried.
     """
     close_old_connections()
-    events = [e if (data := redact_data(e.data)) is e.data else e._replace(data=data) for e in events]
+    events = redacted(events)
     for attempt in range(RENUMBER_ATTEMPTS):
         try:
             return insert(runs, events, renumber=attempt > 0)
@@ -146,6 +146,11 @@ def write(runs: list[dict[str, Any]], events: list[PendingEvent]) -> list[Pendin
             if attempt == RENUMBER_ATTEMPTS - 1:
                 raise
     return events  # unreachable: the last attempt returns or raises
+
+
+def redacted(events: list[PendingEvent]) -> list[PendingEvent]:
+    """The events with their secrets redacted (:func:`~harnessweb.engine.redaction.redact_data`), as stored."""
+    return [e if (data := redact_data(e.data)) is e.data else e._replace(data=data) for e in events]
 
 
 def insert(runs: list[dict[str, Any]], events: list[PendingEvent], renumber: bool) -> list[PendingEvent]:

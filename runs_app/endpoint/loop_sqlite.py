@@ -1,0 +1,194 @@
+"""The recorder's batches committed on the event loop's own thread, for a SQLite file: a connection of the loop
+thread's own (``sqlite3``, the settings' pragmas: WAL, ``synchronous=NORMAL``), the two statements built once.
+
+A response's last frame waits for the commit of its events. Through Django that commit runs on asgiref's executor
+thread (``sync_to_async``): two thread hops around a commit of about 150 µs, each a wake-up that waits for a core
+on a busy machine (tests/benchmarks/README.md, *Where a sequential call's recording wait goes*). Here the same
+rows are committed where the response waits, with nothing in between (only while that request is the only one the
+process answers: ``Recorder._write`` says why); the promises are the commit's, as before: a
+WAL commit with ``synchronous=NORMAL`` is in the database file's log when it returns, so every other connection
+(any worker) reads it, and it survives the process being killed (not the machine losing power: that was so before).
+
+The loop never waits on a lock here: the connection does not wait when another writer (a request's own
+transaction, another worker, a management command) holds the database; :class:`Busy` says so, and the recorder
+writes that batch through Django's thread as before (which waits its timeout). The log is checkpointed by a
+connection on another thread, never on the loop (a checkpoint syncs the file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, DataError, IntegrityError, connections, models
+
+from runs_app.endpoint.writes import RENUMBER_ATTEMPTS, RUN_UPDATED_ON_CONFLICT, PendingEvent, _converter, redacted
+from runs_app.models import Run, RunEvent
+
+PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
+CHECKPOINT_EVERY = 500  # commits between two checkpoints of the log (on another thread)
+
+
+class Busy(Exception):
+    """Another connection holds the database's write lock: this batch goes through the thread that may wait."""
+
+
+def path() -> str | None:
+    """The SQLite file the default database is, or None (another database, or one in memory)."""
+    database = connections[DEFAULT_DB_ALIAS].settings_dict
+    name = str(database.get("NAME") or "")
+    if database.get("ENGINE") != "django.db.backends.sqlite3" or not name or name == ":memory:":
+        return None
+    return None if "mode=memory" in name or name.startswith("file:") else name
+
+
+def here() -> bool:
+    """Whether this thread runs an event loop and the database is a SQLite file: commit here, not on a thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return path() is not None
+
+
+class Plan:
+    """One model's insert: the statement with ``?`` placeholders and each column's conversion or default."""
+
+    def __init__(self, model: type[models.Model], keys: tuple[str, ...], update: tuple[str, ...] = ()) -> None:
+        conn = connections[DEFAULT_DB_ALIAS]
+        fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, models.AutoField))]
+        self.columns: list[tuple[str | None, Callable[[Any], Any] | None, Any]] = []
+        self.cacheable = True
+        for f in fields:
+            if f.attname in keys:
+                self.columns.append((f.attname, _converter(f, conn), None))
+            else:
+                self.cacheable = self.cacheable and not callable(f.default)
+                self.columns.append((None, None, f.get_db_prep_save(f.get_default(), conn)))
+        names = ", ".join(f'"{f.column}"' for f in fields)
+        self.sql = f'INSERT INTO "{model._meta.db_table}" ({names}) VALUES ({", ".join("?" * len(fields))})'
+        if update:
+            self.sql += ' ON CONFLICT ("id") DO UPDATE SET ' + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
+
+    def params(self, rows: list[dict[str, Any]]) -> list[list[Any]]:
+        columns = self.columns
+        return [[convert(row[n]) if n is not None else d for n, convert, d in columns] for row in rows]  # type: ignore[misc]
+
+
+class Writer:
+    """The loop thread's connection to one SQLite file, and its prepared plans."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.thread = threading.get_ident()
+        # timeout 0: never wait for a lock on the loop (Busy instead); autocommit, the transactions explicit.
+        self.db = sqlite3.connect(file, timeout=0, isolation_level=None, check_same_thread=True)
+        for pragma in PRAGMAS:
+            self.db.execute(pragma)
+        self.db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run elsewhere (``_checkpoint``)
+        self.plans: dict[tuple[type[models.Model], tuple[str, ...]], Plan] = {}
+        self.commits = 0
+
+    def plan(self, model: type[models.Model], keys: tuple[str, ...], update: tuple[str, ...] = ()) -> Plan:
+        plan = self.plans.get((model, keys))
+        if plan is None:
+            plan = Plan(model, keys, update)
+            if plan.cacheable:
+                self.plans[(model, keys)] = plan
+        return plan
+
+    def write(self, runs: list[dict[str, Any]], events: list[PendingEvent]) -> list[PendingEvent]:
+        """Commit the batch (its events numbered again after each run's last one if another process's collide);
+        :class:`Busy` when another connection holds the write lock, Django's errors for what the database refused."""
+        for attempt in range(RENUMBER_ATTEMPTS):
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise Busy(str(exc)) from exc
+                raise
+            try:
+                events = self._insert(runs, events, renumber=attempt > 0)
+                self.db.execute("COMMIT")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.IntegrityError):
+                    if attempt < RENUMBER_ATTEMPTS - 1:
+                        continue
+                    raise IntegrityError(*exc.args) from exc
+                if isinstance(exc, sqlite3.DataError):
+                    raise DataError(*exc.args) from exc
+                raise
+            self.commits += 1
+            if self.commits % CHECKPOINT_EVERY == 0:
+                _checkpoint(self.file)
+            return events
+        return events  # unreachable: the last attempt returns or raises
+
+    def _insert(self, runs: list[dict[str, Any]], events: list[PendingEvent], renumber: bool) -> list[PendingEvent]:
+        if runs:
+            plan = self.plan(Run, tuple(runs[0]), RUN_UPDATED_ON_CONFLICT)
+            self.db.executemany(plan.sql, plan.params(runs))
+        if events:
+            if renumber:
+                events = self._numbered_after_the_last(events)
+            plan = self.plan(RunEvent, PendingEvent._fields)
+            self.db.executemany(plan.sql, plan.params([e._asdict() for e in events]))
+        return events
+
+    def _numbered_after_the_last(self, events: list[PendingEvent]) -> list[PendingEvent]:
+        """The events numbered from each run's last stored event on (``BEGIN IMMEDIATE`` holds the database's
+        write lock, so no other process numbers meanwhile)."""
+        run_ids = sorted({event.run_id.hex for event in events})
+        sql = (
+            f'SELECT "run_id", MAX("seq") FROM "{RunEvent._meta.db_table}" '
+            f'WHERE "run_id" IN ({", ".join("?" * len(run_ids))}) GROUP BY "run_id"'
+        )
+        last = dict(self.db.execute(sql, run_ids).fetchall())
+        renumbered = []
+        for event in events:
+            last[event.run_id.hex] = (last.get(event.run_id.hex) or 0) + 1
+            renumbered.append(event._replace(seq=last[event.run_id.hex]))
+        return renumbered
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+
+
+def _checkpoint(file: str) -> None:
+    """Move the log's committed pages into the database file, on a thread of its own with a connection of its
+    own (PASSIVE: it waits for no reader or writer)."""
+
+    def run() -> None:
+        with contextlib.suppress(sqlite3.Error), contextlib.closing(sqlite3.connect(file, timeout=5)) as db:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    threading.Thread(target=run, name="sqlite-checkpoint", daemon=True).start()
+
+
+_writers: dict[int, Writer] = {}
+
+
+def write(runs: list[dict[str, Any]], events: list[PendingEvent]) -> list[PendingEvent]:
+    """``writes.write`` on this thread's own connection: the events redacted, then committed (as written)."""
+    return writer().write(runs, redacted(events))
+
+
+def writer() -> Writer:
+    """This thread's connection to the current database file (opened on first use, again when the file changes)."""
+    file = path()
+    if file is None:
+        raise RuntimeError("the database is not a SQLite file")
+    thread = threading.get_ident()
+    current = _writers.get(thread)
+    if current is None or current.file != file:
+        if current is not None:
+            current.close()
+        current = _writers[thread] = Writer(file)
+    return current
