@@ -51,6 +51,7 @@ class Run(models.Model):
         FAILED = "failed"
         ERRORED = "errored"
         SKIPPED = "skipped"  # a CI or pytest run whose test was skipped: CI's word, never the endpoint's
+        ABANDONED = "abandoned"  # no request came for HARNESS_RUN_IDLE_S before its last turn (runs_app/closing.py)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Not a foreign key: a run outlives the scenario it played, and lorem/instruction runs have none.
@@ -62,6 +63,10 @@ class Run(models.Model):
     status_reason = models.TextField(blank=True, default="")
     conversation_key = models.CharField(max_length=64, blank=True, default="", db_index=True)
     turns_served = models.JSONField(default=list)
+    # Closed to its conversation: a request of it starts a new run (one naming this run still continues it).
+    closed = models.BooleanField(
+        default=False, help_text="It reached its end, or no request came for a while: its conversation starts anew."
+    )
     # CI runs (source "ci") carry what the build knows about itself.
     name = models.CharField(max_length=200, blank=True)
     commit = models.CharField(max_length=64, blank=True, db_index=True)

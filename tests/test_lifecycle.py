@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runs_app.lifecycle import Change, Refused, Replied, Reported, next_status
+from runs_app.lifecycle import Change, Idle, Refused, Replied, Reported, closes, next_status, open_to_conversation
 from runs_app.models import Run
 
 S = Run.Status
@@ -35,6 +35,30 @@ def test_it_never_passes_a_run_that_failed() -> None:
 def test_it_puts_an_errored_run_back_to_running_on_a_good_middle_turn() -> None:
     assert next_status(S.ERRORED, Replied()) == Change(S.RUNNING, "", finished=False)
     assert next_status(S.RUNNING, Replied()) is None
+
+
+def test_it_abandons_a_running_run_no_request_came_to_and_says_after_which_turn() -> None:
+    assert next_status(S.RUNNING, Idle(300, last_turn=1, turns=2)) == Change(
+        S.ABANDONED, "no request for 5 min after turn 1 of 2", finished=True
+    )
+    assert next_status(S.RUNNING, Idle(0.5)).reason == "no request for 0.5 s before any turn was served"
+    for current in (S.PASSED, S.FAILED, S.ERRORED, S.SKIPPED, S.ABANDONED):
+        assert next_status(current, Idle(300, 1, 2)) is None  # only a running run is abandoned
+
+
+def test_it_resumes_an_abandoned_run_a_request_names() -> None:
+    assert next_status(S.ABANDONED, Replied()) == Change(S.RUNNING, "", finished=False)
+    assert next_status(S.ABANDONED, Replied(ends_run=True)) == Change(S.PASSED, "", finished=True)
+
+
+def test_it_closes_a_run_to_its_conversation_at_its_scripted_end_or_once_abandoned() -> None:
+    assert closes(Replied(ends_run=True, scripted_end=True)) and closes(Replied(skipped=(1,), ends_run=True))
+    assert not closes(Replied()) and not closes(Replied("Expected temperature 0.2"))
+    assert not closes(Replied(ends_run=True))  # an answer outside a scenario: its conversation goes on in its run
+    for current in (S.RUNNING, S.PASSED, S.FAILED, S.ERRORED):
+        assert open_to_conversation(current, closed=False) and not open_to_conversation(current, closed=True)
+    for ended in (S.SKIPPED, S.ABANDONED):
+        assert not open_to_conversation(ended, closed=False)
 
 
 def test_it_marks_errored_a_run_refused_before_any_turn_was_served() -> None:

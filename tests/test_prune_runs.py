@@ -33,15 +33,16 @@ def test_it_deletes_old_runs_and_their_events_in_batches_keeping_pinned_and_runn
     old = [aged(40) for _ in range(5)]
     make_trace_log(old[0], "a log")
     pinned = aged(90, pinned=True)
-    running = aged(45)
+    running = aged(45)  # a run still served: its last request came just now
     Run.objects.filter(id=running.id).update(status=Run.Status.RUNNING)
+    RunEvent.objects.create(run=running, seq=4, timestamp=timezone.now(), kind="request", data={})
     recent = aged(3)
     assert prune("--older-than", "30d", "--batch", "2") == (
         "Deleted 5 runs and 15 events started before "
         f"{(timezone.now() - dt.timedelta(days=30)):%Y-%m-%d %H:%M} UTC (1 pinned run kept).\n"
     )
     assert set(Run.objects.values_list("id", flat=True)) == {pinned.id, running.id, recent.id}
-    assert RunEvent.objects.count() == 9 and not TraceLog.objects.exists()
+    assert RunEvent.objects.count() == 10 and not TraceLog.objects.exists()
 
 
 def test_it_says_what_it_would_delete_on_a_dry_run() -> None:

@@ -1,6 +1,7 @@
 """``manage.py prune_runs --older-than 30d``: delete runs started before then, and everything they hold, in small
 batches (:func:`runs_app.retention.prune`), so that the tables are never locked for long and a server recording
-meanwhile is not held up. Pinned runs and runs still running are kept."""
+meanwhile is not held up. Pinned runs and runs still running are kept; runs idle past ``HARNESS_RUN_IDLE_S`` are
+closed as abandoned first (``runs_app/closing.py``), and go when they are old enough."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from harnessweb.text import plural
+from runs_app.closing import close_idle
 from runs_app.models import Run
 from runs_app.retention import prunable, prune
 
@@ -38,6 +40,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["batch"] < 1:
             raise CommandError("--batch: must be at least 1")
+        close_idle()
         cutoff = timezone.now() - parse_age(options["older_than"])
         kept = Run.objects.filter(started_at__lt=cutoff, pinned=True).count()
         if options["dry_run"]:
