@@ -223,6 +223,13 @@
   function formEntries(form) {
     return Array.from(new FormData(form)).filter(([name, value]) => typeof value === "string");
   }
+  // Whether a request was sent with the form as it is now (its fields; what htmx adds, such as hx-vals, aside).
+  function sentAsFormIs(form, requestConfig) {
+    const now = formEntries(form);
+    const names = new Set(now.map(([name]) => name));
+    const sent = Array.from(requestConfig.formData).filter(([name]) => names.has(name));
+    return JSON.stringify(sent) === JSON.stringify(now);
+  }
   document.addEventListener("htmx:beforeSwap", (event) => {
     const detail = event.detail;
     const form = document.getElementById("scenario-form");
@@ -230,10 +237,7 @@
     const button = detail.requestConfig.elt; // the clicked button (detail.elt is the swap's target)
     if (!RESENT_PATHS.some((path) => detail.pathInfo.requestPath.endsWith(path))) return;
     if (!button || !button.isConnected || !form.contains(button)) return;
-    const now = formEntries(form);
-    const names = new Set(now.map(([name]) => name));
-    const sent = Array.from(detail.requestConfig.formData).filter(([name]) => names.has(name));
-    if (JSON.stringify(sent) === JSON.stringify(now)) return;
+    if (sentAsFormIs(form, detail.requestConfig)) return;
     detail.shouldSwap = false;
     // Once this request's hold on the form is released (htmx frees it right after this swap step).
     setTimeout(() => {
@@ -308,6 +312,80 @@
     fitAll(panel);
   });
   document.addEventListener("DOMContentLoaded", () => fitAll(document));
+
+  // Unsaved work. The page asks before it is left with changes nobody saved: changed as soon as the author types or
+  // edits a turn (the validation answers 400 ms later), unchanged again when the editor's own validation says the
+  // form holds the stored scenario (the status line's data-unsaved) or once a save succeeded. Ctrl+S (⌘S on a Mac)
+  // saves instead of opening the browser's dialog; Save itself is rendered disabled while the validation finds
+  // problems (save_button.html), so neither a click nor Enter submits an invalid form.
+  const VALIDATION_DELAY_MS = 500; // the form's hx-trigger waits 400 ms after the last keystroke
+  const EDITOR_PATHS = ["/editor/validate/", "/editor/panel/", "/editor/turns/", "/editor/save/"];
+  let dirty = false;
+  let saved = false; // a save succeeded: the page is on its way to the saved scenario
+  let answerFitsForm = null; // the last editor answer was made from the form as it still is
+  let saveWhenValidUntil = 0; // Ctrl+S pressed right after typing: Save waits for that typing's validation
+  let typedAt = -Infinity;
+  const editorPath = (detail) =>
+    detail.pathInfo && EDITOR_PATHS.some((path) => detail.pathInfo.requestPath.endsWith(path));
+  // Typing, a select or a checkbox (all fire input; change also fires when a field merely loses the focus).
+  document.addEventListener("input", (event) => {
+    const form = document.getElementById("scenario-form");
+    if (!form || !(event.target instanceof Node) || !form.contains(event.target)) return;
+    dirty = true;
+    typedAt = performance.now();
+  });
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    if (editorPath(event.detail) && event.detail.pathInfo.requestPath.endsWith("/editor/turns/")) dirty = true;
+  });
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const detail = event.detail;
+    const form = document.getElementById("scenario-form");
+    if (!form || !editorPath(detail) || !detail.requestConfig || !detail.requestConfig.formData) return;
+    answerFitsForm = sentAsFormIs(form, detail.requestConfig);
+  });
+  document.addEventListener("htmx:beforeOnLoad", (event) => {
+    // Before htmx follows the saved scenario's HX-Redirect: that navigation loses nothing.
+    const xhr = event.detail.xhr;
+    if (editorPath(event.detail) && event.detail.pathInfo.requestPath.endsWith("/editor/save/")) {
+      if (xhr && xhr.status === 200 && xhr.getResponseHeader("HX-Redirect")) {
+        saved = true;
+        dirty = false;
+      }
+    }
+  });
+  document.addEventListener("htmx:afterRequest", (event) => {
+    if (!editorPath(event.detail) || saved) return;
+    const status = document.getElementById("validation");
+    if (answerFitsForm && status) dirty = status.dataset.unsaved !== "false";
+    answerFitsForm = null;
+    const button = document.getElementById("save-button");
+    const waiting = performance.now() < saveWhenValidUntil;
+    saveWhenValidUntil = 0;
+    if (waiting && button && !button.disabled && event.detail.pathInfo.requestPath.endsWith("/editor/validate/")) {
+      button.click();
+    }
+  });
+  document.addEventListener("submit", (event) => {
+    if (event.target.id === "scenario-form" && !event.defaultPrevented) saved = true; // a save without htmx
+  });
+  window.addEventListener("beforeunload", (event) => {
+    if (!dirty || saved || !document.getElementById("scenario-form")) return;
+    event.preventDefault();
+    event.returnValue = ""; // older browsers ask only when a value is set
+  });
+  document.addEventListener("keydown", (event) => {
+    if (!(event.ctrlKey || event.metaKey) || event.altKey || event.shiftKey) return;
+    if (event.key.toLowerCase() !== "s") return;
+    const button = document.getElementById("save-button");
+    if (!button) return; // not the editor: the browser's own Save
+    event.preventDefault();
+    if (!button.disabled) {
+      button.click();
+    } else if (performance.now() - typedAt < VALIDATION_DELAY_MS) {
+      // The author may have just fixed the last problem: save if the validation on its way finds none.
+      saveWhenValidUntil = performance.now() + 2000;
+    }
+  });
 
   document.addEventListener("click", (event) => {
     const button = event.target.closest("[data-try-it]");

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from runs_app.endpoint import inflight
 from runs_app.endpoint.recorder import RUNS_GROUP, group_name
 from runs_app.judging import batches
 from runs_app.live import fragments
@@ -29,9 +30,12 @@ CLOSE_UNAUTHENTICATED = 4403
 ATTEMPT_ENDS = frozenset({"response", "rejected", "client_disconnected"})
 # The events that move a run's timing waterfall (a row begins, fails, ends): others leave it as it is.
 TIMING_KINDS = ATTEMPT_ENDS | {"request", "failure_injected"}
+# While a response streams, its waterfall row (first byte, frames so far) is sent again at most this often.
+STREAMING_TIMING_S = 0.5
 
 render_run_rows = database_sync_to_async(fragments.render_run_rows)
 render_run_updates = database_sync_to_async(fragments.render_run_updates)
+render_waterfall = database_sync_to_async(fragments.render_waterfall)
 run_turns_since = database_sync_to_async(fragments.run_turns_since)
 render_judge_progress = database_sync_to_async(batches.render_progress)
 render_overview = database_sync_to_async(overview.render_widgets)
@@ -111,7 +115,13 @@ def _turn_number(value: Any) -> int:
 
 class RunTimelineConsumer(LiveConsumer):
     """``/ws/runs/<uuid>/?after=<seq>``: a run page's timeline. Events re-render the parts of their turn (and the
-    header and resilience summary) from the database; chunks are appended to the stream viewer as they come."""
+    header and resilience summary) from the database; chunks are appended to the stream viewer as they come.
+
+    A page opened in the middle of a response gets what it streamed so far when its socket connects: the socket
+    joins the run's group first, then reads the response's pieces kept by ``runs_app.endpoint.inflight``. Each chunk
+    names its attempt and the number of its last piece, so the socket sends only the pieces after the ones it has
+    sent (a chunk both in the snapshot and in the group's messages is not shown twice, and none falls between).
+    """
 
     batch_s = 0.03
 
@@ -122,14 +132,22 @@ class RunTimelineConsumer(LiveConsumer):
         self.cards: set[int] = set()  # turns the page has a card for
         self.streaming: set[int] = set()  # turns receiving chunks since their last attempt ended
         self.blocks: set[tuple[int, int]] = set()  # (turn, block) containers in the stream viewers
+        self.shown: dict[int, tuple[str, int]] = {}  # turn → (its attempt, the number of the last piece sent)
+        self.ended: set[str] = set()  # attempts whose end was recorded: the recorded answer replaced their chunks
+        self.timing_at = 0.0  # when the waterfall was last sent again for a stream going on (the loop's clock)
         self.dirty: set[int] = set()
         self.timing = False  # the waterfall is due to be sent again
         self.live_groups = [group_name(self.run_id)]
         await self.channel_layer.group_add(self.live_groups[0], self.channel_name)
 
     async def catch_up(self) -> None:
+        # Read after joining the group: a piece streamed since is both here and in a message to come (see above).
+        streams = inflight.snapshot(self.run_id)
         shown, changed = await run_turns_since(self.run_id, self.after)
         self.cards |= shown
+        html = "".join(self._chunk_html(_turn_number(s["turn"]), s["pieces"], s["attempt"], s["seq"]) for s in streams)
+        if html:
+            await self.send(text_data=html)
         if changed:
             self.dirty |= changed
             self.timing = True
@@ -139,6 +157,8 @@ class RunTimelineConsumer(LiveConsumer):
         turn = _turn_number(message.get("turn"))
         if message.get("kind") in ATTEMPT_ENDS:
             self.streaming.discard(turn)
+            if turn in self.shown:
+                self.ended.add(self.shown[turn][0])
         self.timing = self.timing or message.get("kind") in TIMING_KINDS
         self.dirty.add(turn)
         self.schedule()
@@ -151,13 +171,38 @@ class RunTimelineConsumer(LiveConsumer):
     async def run_chunk(self, message: dict[str, Any]) -> None:
         # Rendered at once, without the database: this is what makes the text visibly grow.
         turn = _turn_number(message.get("turn"))
+        html = self._chunk_html(turn, message.get("pieces") or [], message.get("attempt"), message.get("seq"))
+        if html:
+            await self.send(text_data=html)
+        now = asyncio.get_running_loop().time()
+        # The waterfall's row grows with the stream (drawn from the timing this process keeps of it).
+        if now - self.timing_at >= STREAMING_TIMING_S and inflight.streaming(self.run_id):
+            self.timing_at, self.timing = now, True
+            self.schedule()
+
+    def _chunk_html(self, turn: int, pieces: list[list[Any]], attempt: Any = None, seq: Any = None) -> str:
+        """A turn's stream viewer extended by the pieces it has not shown yet (reset first for a new attempt)."""
+        if attempt in self.ended:
+            return ""  # the attempt's recorded answer is shown whole already
+        numbered = isinstance(attempt, str) and isinstance(seq, int)
+        known = self.shown.get(turn)
+        if numbered and known is not None and known[0] == attempt:
+            pieces = pieces[max(0, known[1] - (seq - len(pieces))) :]  # those up to known[1] were sent
+            if not pieces:
+                return ""
+            new = False
+        else:
+            # A new attempt (by its name; a chunk that names none: since the last attempt of the turn ended): its
+            # stream replaces the previous one's.
+            new = numbered or turn not in self.streaming
+        if numbered:
+            self.shown[turn] = (attempt, seq)
         html = self._new_cards([turn])
-        if turn not in self.streaming:  # a new attempt: its stream replaces the previous one's
+        if new:
             self.streaming.add(turn)
             self.blocks = {key for key in self.blocks if key[0] != turn}
             html += fragments.render_stream_reset(turn)
-        html += fragments.render_pieces(turn, message.get("pieces") or [], self.blocks)
-        await self.send(text_data=html)
+        return html + fragments.render_pieces(turn, pieces, self.blocks)
 
     def _new_cards(self, turns: Iterable[int]) -> str:
         new = sorted(set(turns) - self.cards)
@@ -171,7 +216,10 @@ class RunTimelineConsumer(LiveConsumer):
         cards = self._new_cards(turns)
         if cards:
             await self.send(text_data=cards)
-        html = await render_run_updates(self.run_id, turns, frozenset(self.streaming), timing=timing)
+        if turns:
+            html = await render_run_updates(self.run_id, turns, frozenset(self.streaming), timing=timing)
+        else:  # only the waterfall of a stream going on
+            html = await render_waterfall(self.run_id) if timing else ""
         if html:
             await self.send(text_data=html)
 

@@ -88,8 +88,7 @@ def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[in
         render_to_string("runs_app/run_resilience.html", {"resilience": resilience_context(run, events), "oob": True}),
     ]
     if timing:
-        context = {"waterfall": waterfall_context(run_id, run, events), "oob": True}
-        parts.append(render_to_string("runs_app/run_waterfall.html", context))
+        parts.append(_waterfall(run_id, run, events))
     for number in sorted(turns):
         turn = turn_context(run, number, by_turn.get(number, []), stored, prices)
         templates = TURN_PARTS
@@ -97,6 +96,17 @@ def render_run_updates(run_id: str, turns: Iterable[int], streaming: Iterable[in
             templates = (*TURN_PARTS, "runs_app/run_turn_stream.html")
         parts.extend(render_to_string(template, {"turn": turn, "oob": True}) for template in templates)
     return "".join(parts)
+
+
+def render_waterfall(run_id: str) -> str:
+    """The timing waterfall alone, as an oob swap (sent again while a response streams: its row grows)."""
+    run = Run.objects.filter(id=run_id).first()
+    return _waterfall(run_id, run, list(run.events.order_by("seq"))) if run is not None else ""
+
+
+def _waterfall(run_id: str, run: Run, events: list[RunEvent]) -> str:
+    context = {"waterfall": waterfall_context(run_id, run, events), "oob": True}
+    return render_to_string("runs_app/run_waterfall.html", context)
 
 
 # The parts of a turn card that events change (the stream viewer is the chunks', see render_run_updates).

@@ -136,15 +136,20 @@ def read_post(post: QueryDict) -> Posted:
 
 
 def _status(posted_scenario: ScenarioSchema | None, errors: Errors, row: Scenario | None) -> dict[str, Any]:
-    """The line beside Save: how many problems, or whether the valid scenario differs from the stored one."""
+    """The line beside Save: how many problems, or whether the valid scenario differs from the stored one. ``ok``:
+    Save may be pressed; ``unsaved``: leaving the page would lose something (the page asks first)."""
     count = sum(len(m) for m in errors.values())
     if row is None and posted_scenario is None and not count:
-        return {"ok": False, "text": "Not saved yet: give the scenario an id"}
+        return {"ok": False, "unsaved": True, "text": "Not saved yet: give the scenario an id"}
     if count or posted_scenario is None:
-        return {"ok": False, "text": f"{count} problem{'s' if count != 1 else ''}: nothing can be saved"}
+        return {
+            "ok": False,
+            "unsaved": True,
+            "text": f"{count} problem{'s' if count != 1 else ''}: nothing can be saved",
+        }
     if row is not None and posted_scenario.canonical() == row.data:
-        return {"ok": True, "text": "Valid · no unsaved changes"}
-    return {"ok": True, "text": "Valid · unsaved changes"}
+        return {"ok": True, "unsaved": False, "text": "Valid · no unsaved changes"}
+    return {"ok": True, "unsaved": True, "text": "Valid · unsaved changes"}
 
 
 def panel_context(
