@@ -1,8 +1,10 @@
-"""The project's URLs: the overview (home), log-in, the admin, the REST API, the scenario pages and the runs pages."""
+"""The project's URLs: the overview (home), log-in, the admin, the REST API, the scenario pages and the runs pages;
+the error pages (the dashboard's own, JSON under /api/)."""
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -24,7 +26,13 @@ urlpatterns = [
         name="admin_coverage",
     ),
     path("admin/", admin.site.urls),
-    path("api/", api.urls),
+    path("api/", views.json_errors(api.urls)),
     path("scenarios/", include("scenarios_app.urls")),
     path("", include("runs_app.urls")),
+    # Browsers ask for /favicon.ico where a page names no icon (an API answer, a raw artifact).
+    path("favicon.ico", RedirectView.as_view(url=static(views.FAVICON))),
 ]
+
+handler404 = views.page_not_found
+handler403 = views.permission_denied
+handler500 = views.server_error

@@ -56,6 +56,11 @@ from runs_app.models import ApiToken, Cassette, Run, RunEvent, TraceLog
 from runs_app.pricing import admin as pricing_admin  # noqa: F401  (registers the price table)
 from runs_app.review.admin import VerdictInline
 
+# The admin speaks as the product (its header, its tabs' titles); its index (templates/admin/index.html) leads with
+# the review queue and the coverage grid.
+admin.site.site_header = admin.site.site_title = "Scenario harness"
+admin.site.index_title = "Administration"
+
 RUN_STATUS_COLOURS = {
     Run.Status.RUNNING: BLUE,
     Run.Status.PASSED: GREEN,

@@ -207,7 +207,7 @@ def test_it_reports_created_updated_and_unchanged(tmp_path: Path) -> None:
     assert "2 created, 0 updated, 0 unchanged" in load(tmp_path)
 
     write_json(tmp_path / "b.json", scenario_data("beta", "Changed.", description="Now different"))
-    output = load(tmp_path)
+    output = load(tmp_path, replace=True)
     assert f"unchanged  alpha  ({tmp_path / 'a.json'})" in output
     assert f"updated    beta  ({tmp_path / 'b.json'})" in output
     assert "0 created, 1 updated, 1 unchanged" in output
@@ -244,10 +244,10 @@ def test_it_rolls_back_every_write_when_one_fails_midway(tmp_path: Path, monkeyp
     write_json(tmp_path / "2.json", scenario_data("second"))
     real_upsert = Scenario.upsert
 
-    def failing_upsert(scenario: schemas.Scenario) -> Any:
+    def failing_upsert(scenario: schemas.Scenario, **kwargs: Any) -> Any:
         if scenario.id == "second":
             raise RuntimeError("database went away")
-        return real_upsert(scenario)
+        return real_upsert(scenario, **kwargs)
 
     monkeypatch.setattr(Scenario, "upsert", failing_upsert)
     with pytest.raises(RuntimeError):

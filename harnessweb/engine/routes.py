@@ -8,8 +8,9 @@ JSON in its provider's error format, never an HTML page.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -149,5 +150,36 @@ def resolve(method: str, path: str, headers: Mapping[str, str], query: str = "")
     if allowed:
         message = f"Method {method} not allowed on {path}; use {' or '.join(allowed)}"
         return Refusal(405, message, error_wire(path, headers))
+    near = nearest(path, SERVED)
+    hint = f" Did you mean {near}?" if near else ""
     served = "; ".join(SERVED)
-    return Refusal(404, f"Nothing is served at {method} {path}. Served here: {served}", error_wire(path, headers))
+    message = f"Nothing is served at {method} {path}.{hint} Served here: {served}"
+    return Refusal(404, message, error_wire(path, headers))
+
+
+def nearest(path: str, served: Sequence[str], cutoff: float = 0.8) -> str | None:
+    """The served route (``"METHOD /shown/{param}"``) whose path a mistyped ``path`` comes closest to, or None when
+    none is close: ``/v1/chat/completion`` → ``POST /v1/chat/completions``. A ``{param}`` matches whatever the path
+    has in its place, so ``/v1/model/gpt-4o`` is near ``GET /v1/models/{id}``."""
+    asked = path.strip("/").split("/")
+    best, best_ratio = None, cutoff
+    for route in served:
+        shown = route.partition(" ")[2].strip("/").split("/")
+        if abs(len(shown) - len(asked)) > 1:
+            continue
+        # The path with each segment a {param} stands for put as the route shows it (a Gemini model before ":").
+        aligned = [_as_shown(segment, pattern) for segment, pattern in zip(asked, shown, strict=False)]
+        ratio = difflib.SequenceMatcher(None, "/".join(aligned + asked[len(shown) :]), "/".join(shown)).ratio()
+        if ratio > best_ratio:
+            best, best_ratio = route, ratio
+    return best
+
+
+def _as_shown(segment: str, pattern: str) -> str:
+    if not pattern.startswith("{"):
+        return segment
+    param, _brace, action = pattern.partition("}")
+    _, colon, asked = segment.partition(":")
+    if action.startswith(":"):  # {id}:generateContent: the model is what comes before the colon
+        return f"{param}}}:{asked}" if colon else segment
+    return f"{param}}}" if not action and not colon else segment

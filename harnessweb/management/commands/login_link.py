@@ -1,4 +1,5 @@
-"""``manage.py login_link``: a one-time log-in link for the local admin, created on first use."""
+"""``manage.py login_link``: a one-time log-in link for the local admin, created on first use, and how to get the
+next one or set a password (a link works once)."""
 
 import secrets
 from typing import Any
@@ -28,3 +29,7 @@ class Command(BaseCommand):
         uid = urlsafe_base64_encode(force_bytes(user.pk))
         path = reverse("login_link", args=[uid, default_token_generator.make_token(user)])
         self.stdout.write(f"Log in as '{user.get_username()}' (works once): {options['base_url'].rstrip('/')}{path}")
+        self.stdout.write(
+            "A new link: .venv/bin/python manage.py login_link; a password: "
+            f".venv/bin/python manage.py changepassword {user.get_username()}"
+        )
