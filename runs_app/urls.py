@@ -17,6 +17,7 @@ urlpatterns: list = [
     path("runs/<uuid:run_id>/", views.run_detail, name="detail"),
     path("runs/<uuid:run_id>/cassette.json", views.run_cassette, name="cassette"),
     path("runs/<uuid:run_id>/pin/", retention.pin_run, name="pin"),
+    path("runs/<uuid:run_id>/actions/", views.run_actions, name="actions"),
     path("runs/<uuid:run_id>/compare/", views.run_compare, name="compare"),
     path("runs/<uuid:run_id>/diff/<uuid:other_id>/", views.run_diff, name="diff"),
     path("runs/judge/", judging_views.judge_runs, name="judge"),

@@ -15,6 +15,14 @@
     if (document.body.contains(event.target)) { setState("closed", "disconnected, reconnecting…"); }
   });
 
+  // A filter the list does not take answers 400 with the table saying which: show it (htmx swaps no 4xx itself).
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.xhr.status === 400 && event.detail.target && event.detail.target.id === "runs-table") {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   // New runs are inserted at the top of the list; a run the page already shows (rendered just before the socket
   // connected, or inserted earlier) is replaced where it is instead of appearing twice.
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
@@ -22,6 +30,7 @@
     if (!target || target.id !== "runs-body") { return; }
     var empty = document.getElementById("runs-empty");
     if (empty) { empty.remove(); }
+    var added = 0;
     Array.prototype.slice.call(event.detail.fragment.children).forEach(function (row) {
       var existing = row.id && document.getElementById(row.id);
       if (existing) {
@@ -29,7 +38,15 @@
         htmx.process(row);
       } else {
         row.classList.add("fresh");
+        added += 1;
       }
     });
+    // The pager's count follows: a run inserted live is one more run matching the filters.
+    var count = document.getElementById("runs-count");
+    if (count && added) {
+      var total = parseInt(count.dataset.count, 10) + added;
+      count.dataset.count = String(total);
+      count.textContent = total + (total === 1 ? " run" : " runs");
+    }
   });
 })();

@@ -64,13 +64,11 @@ _counter = itertools.count()
 
 @pytest.fixture
 def registry(db: None) -> None:
-    """The registry as the seed_providers migration leaves it.
-
-    Tests on a live server (transactional_db) flush the whole database, migration data included, so when one of
-    them ran first the migration's own function puts the rows back.
-    """
-    if not Provider.objects.filter(name="anthropic").exists():
-        seed_migration.seed(django_apps, None)
+    """Seed 003's whole registry, as the seed_providers migration (0003) writes it. A fresh install keeps only the
+    providers the harness serves (0015, tests/test_coverage_served.py); these tests attribute cases and cassettes
+    against the whole registry, so its function puts every row back (it is idempotent). Tests on a live server
+    (transactional_db) flush the database, migration data included, which this also repairs."""
+    seed_migration.seed(django_apps, None)
 
 
 def at(day: int, hour: int = 12) -> datetime.datetime:

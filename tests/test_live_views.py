@@ -125,13 +125,6 @@ def test_it_filters_runs(admin_client, query, expected):
     assert rows_of(response) == expected
 
 
-def test_it_ignores_a_date_that_does_not_parse(admin_client):
-    make_played_run()
-    response = admin_client.get("/runs/?date=yesterday")
-    assert response.status_code == 200
-    assert rows_of(response) == ["weather"]
-
-
 def test_it_answers_an_htmx_filter_with_the_table_alone_and_a_socket_that_knows_the_filters(admin_client):
     make_played_run(scenario_id="refund", status="failed")
     response = admin_client.get("/runs/?status=failed&protocol=openai", headers={"HX-Request": "true"})

@@ -109,7 +109,7 @@ def test_it_colours_a_retry_that_waited_out_the_retry_after_green():
     span = chart.span_ms
     assert (wait.x1, wait.x2, wait.advised_x2) == (x_of(4, span), x_of(310, span), x_of(304, span))
     assert wait.text == "waited 306 ms for a Retry-After of 300 ms"
-    assert "1 retries: 1 waited out the Retry-After, 0 came back too early" in chart.summary
+    assert "1 retry: 1 waited out the Retry-After, 0 came back too early" in chart.summary
 
 
 def test_it_colours_a_retry_that_came_back_early_red():

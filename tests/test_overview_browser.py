@@ -80,8 +80,10 @@ def test_it_redraws_the_overview_when_a_run_is_played(admin_page, harness_server
     assert described_total(page) == earlier + 2
     assert page.evaluate("window.notReloaded") is True
 
-    # The chart is drawn, titled and linked: the newest hour's bar leads to that day's runs.
+    # The chart is drawn, titled and linked: the newest hour's bar leads to that hour's runs, not the whole day's.
     assert page.locator("svg.runs-chart title#chart-title").count() == 1
     href = page.locator("svg.runs-chart a").last.get_attribute("href")
-    assert href.startswith(f"/runs/?date={timezone.localdate().isoformat()}&status=")
+    assert href.startswith(f"/runs/?hour={timezone.localtime().strftime('%Y-%m-%dT%H')}&status=")
     page.screenshot(path=str(screenshot_path("screenshot-overview.png", tmp_path)), full_page=True)
+    page.goto(f"{harness_server.url}{href}")
+    assert page.query_selector(".filter-problem") is None and page.query_selector("#runs-body tr.run-row")

@@ -27,7 +27,7 @@ def test_it_stacks_the_statuses_of_a_bucket_from_the_baseline_up():
     last = datetime(2026, 3, 4, 15, tzinfo=UTC)
     chart = figures.chart([(last, "passed", 3), (last, "failed", 1), (last, "running", 1)], HOUR, NOW)
     bar = chart.bars[-1]
-    assert bar.counts == {"passed": 3, "failed": 1, "errored": 0, "running": 1}
+    assert bar.counts == {"passed": 3, "failed": 1, "errored": 0, "abandoned": 0, "running": 1}
     assert [s["status"] for s in bar.segments] == ["passed", "failed", "running"]
     # The axis tops at 5 (a round number at or above the busiest bar): five runs fill the drawing's height.
     inner = figures.HEIGHT - figures.TOP - figures.BOTTOM
@@ -40,7 +40,7 @@ def test_it_stacks_the_statuses_of_a_bucket_from_the_baseline_up():
     assert bar.segments[1]["y"] + bar.segments[1]["height"] == bar.segments[0]["y"]  # on top of the one below
     assert bar.segments[-1]["y"] == figures.TOP  # the busiest bar reaches the top
     assert [tick["value"] for tick in chart.ticks] == [0, 2, 5]
-    assert chart.totals == {"passed": 3, "failed": 1, "errored": 0, "running": 1}
+    assert chart.totals == {"passed": 3, "failed": 1, "errored": 0, "abandoned": 0, "running": 1}
     assert all(not other.segments for other in chart.bars[:-1])
 
 

@@ -95,20 +95,25 @@ def test_it_says_where_to_point_an_sdk_when_there_are_no_runs(admin_client):
 # -- the widgets and their links ----------------------------------------------------------------------------------
 
 
-def test_it_draws_the_runs_as_stacked_bars_linking_to_their_day(admin_client):
+def test_it_draws_the_runs_as_stacked_bars_linking_to_their_hour_or_day(admin_client):
     now = timezone.now()
     make_run(status="passed", started_at=now)
     make_run(status="failed", started_at=now)
     make_run(status="passed", started_at=now - dt.timedelta(days=3))  # outside the last 24 hours
     page = body(admin_client.get("/"))
     day = timezone.localdate().isoformat()
+    hour = timezone.localtime(now).strftime("%Y-%m-%dT%H")
     assert 'role="img" aria-labelledby="chart-title chart-desc"' in page
     assert '<desc id="chart-desc">2 runs (1 passed, 1 failed); the busiest was' in page
-    assert f'<a href="/runs/?date={day}&amp;status=failed"><rect class="seg seg-failed"' in page
+    # An hourly bar opens its hour, not its whole day.
+    assert f'<a href="/runs/?hour={hour}&amp;status=failed"><rect class="seg seg-failed"' in page
     assert page.count('<rect class="seg ') == 2
-    assert f'<a href="/runs/?date={day}">' in page  # the table of figures, one row per hour
+    assert f'<a href="/runs/?hour={hour}">' in page  # the table of figures, one row per hour
+    assert "?date=" not in page
+    assert "click a bar for that hour's runs" in page
     week = body(admin_client.get("/?period=7d"))
     assert "Runs per day, last 7 days" in week and week.count('<rect class="seg ') == 3
+    assert f'<a href="/runs/?date={day}">' in week and "click a bar for that day's runs" in week
     assert "Runs per hour, last 24 hours" in body(admin_client.get("/?period=nonsense"))
 
 

@@ -93,10 +93,11 @@ def test_it_filters_by_a_key_s_fingerprint_never_the_key(admin_client):
     assert names(admin_client.get(f"/runs/?fingerprint={fingerprint}")) == ["with-the-key"]
     assert names(admin_client.get(f"/runs/?fingerprint={fingerprint.upper()}")) == ["with-the-key"]
     assert list(Run.objects.filtered(fingerprint=f" {fingerprint} ")) == [Run.objects.get(scenario_id="with-the-key")]
-    # The key itself finds nothing: only its fingerprint was ever recorded.
+    # The key itself finds nothing (only its fingerprint was ever recorded), and the list says it is no fingerprint.
     response = admin_client.get(f"/runs/?fingerprint={SECRET}")
-    assert names(response) == []
-    assert "No runs match these filters." in response.content.decode()
+    assert response.status_code == 400 and names(response) == []
+    assert "fingerprint: not a key&#x27;s fingerprint" in response.content.decode()
+    assert names(admin_client.get("/runs/?fingerprint=0123456789ab")) == []  # a fingerprint no request presented
     # Both filters with the others: every one must hold.
     assert names(admin_client.get(f"/runs/?fingerprint={fingerprint}&status=failed")) == []
 

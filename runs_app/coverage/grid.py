@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs_app.coverage.report import CASSETTES, NOT_APPLICABLE, WAIVED
+from runs_app.coverage.models import SERVED_PROVIDERS
+from runs_app.coverage.report import CASSETTES, NOT_APPLICABLE, WAIVED, tier_patterns
 from runs_app.models import Provider
 
 STATE_LABELS = {
@@ -63,5 +64,12 @@ def grid_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def grid_context(report: dict[str, Any]) -> dict[str, Any]:
-    """Template context for ``runs_app/coverage_grid.html``."""
-    return {"report": report, "obligations": report["obligations"], "rows": grid_rows(report)}
+    """Template context for ``runs_app/coverage_grid.html``, with what counts toward a cell (the tiers' test-name
+    patterns) and the providers this harness serves, which the page says."""
+    return {
+        "report": report,
+        "obligations": report["obligations"],
+        "rows": grid_rows(report),
+        "tier_patterns": [{"tier": tier, "patterns": patterns} for tier, patterns in tier_patterns().items()],
+        "served": SERVED_PROVIDERS,
+    }

@@ -20,6 +20,9 @@ NATIVE_SCENARIOS = (
 )
 PRESET_SCENARIOS = ("simple_text", "tool_call_single", "error_auth_401")
 CASSETTES_OBLIGATION = "cassettes"
+# The providers whose protocols this harness plays (harnessweb/engine/wire/): a fresh install registers these
+# (migration 0015 drops seed 003's others while untouched); a team registers its own in the admin.
+SERVED_PROVIDERS = ("openai", "anthropic", "gemini", "azure", "bedrock", "vertex", "cohere")
 
 
 class Provider(models.Model):

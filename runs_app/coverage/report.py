@@ -68,7 +68,8 @@ class _Inputs:
     waivers: dict[tuple[int, str], list[Waiver]]
 
 
-def _tier_patterns() -> dict[str, list[str]]:
+def tier_patterns() -> dict[str, list[str]]:
+    """Each tier's test-name patterns: its TierRule row's, else the defaults (the grid says them too)."""
     patterns = {tier: list(default) for tier, default in DEFAULT_TIER_PATTERNS.items()}
     for rule in TierRule.objects.all():
         tier = tier_name(rule.tier)
@@ -353,7 +354,7 @@ def _apply_waiver(cell: dict[str, Any], waivers: list[Waiver], today: datetime.d
 
 def _fetch(providers: list[Provider], names: list[str]) -> _Inputs:
     """The evidence for ``providers``; ``names`` is the whole registry, against which cases are attributed."""
-    classifier = Classifier(names, _tier_patterns())
+    classifier = Classifier(names, tier_patterns())
     return _Inputs(
         tiers=_collect_tier_evidence(classifier),
         cassettes=_collect_cassettes(names),

@@ -3,9 +3,10 @@ each turn's card. The pages and the live sockets render the same contexts."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,8 +17,11 @@ from django.utils import timezone
 
 from harnessweb.engine import wire
 from harnessweb.engine.pricing import PriceTable, Total
+from harnessweb.engine.routes import SCENARIO_HEADER
 from runs_app.ci.cassette_page import short_timeline
 from runs_app.ci.run_streams import run_summaries
+from runs_app.closing import close_idle
+from runs_app.endpoint import inflight
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
 from runs_app.live.waterfall import build as build_waterfall
@@ -26,7 +30,7 @@ from runs_app.pricing.costs import cost_cell, response_costs, run_cost_context, 
 from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25
-RUN_FILTERS = ("scenario", "status", "protocol", "source", "date", "test", "fingerprint")
+RUN_FILTERS = ("scenario", "status", "protocol", "source", "date", "hour", "test", "fingerprint")
 PROTOCOL_CHOICES = tuple(wire.BY_NAME)
 SOURCE_CHOICES = ("endpoint", "ci", "pytest")  # pytest: a test's run uploaded by the plugin (--harness-upload)
 # What became of a CI or pytest run's test, in the words of a test report.
@@ -40,11 +44,35 @@ def run_filters(params: Mapping[str, str]) -> dict[str, str]:
 
 
 def filter_runs(filters: Mapping[str, str]) -> QuerySet[Run]:
-    """Runs matching the list's filters, newest first. A date that does not parse filters nothing rather than
-    erroring."""
-    day = _parse_day(filters.get("date", ""))
-    fields = {name: filters.get(name, "") for name in RUN_FILTERS if name != "date"}
-    return Run.objects.filtered(**fields, day=day).order_by("-started_at", "-id")
+    """Runs matching the list's filters, newest first; none when a filter's value is not one it takes
+    (``filter_problems`` says which), so a mistyped filter never lists, or judges, every run."""
+    if filter_problems(filters):
+        return Run.objects.none()
+    fields = {name: filters.get(name, "") for name in RUN_FILTERS if name not in ("date", "hour")}
+    runs = Run.objects.filtered(**fields, day=_parse_day(filters.get("date", "")))
+    hour = _parse_hour(filters.get("hour", ""))
+    if hour is not None:
+        runs = runs.filter(started_at__gte=hour, started_at__lt=hour + timedelta(hours=1))
+    return runs.order_by("-started_at", "-id")
+
+
+def filter_problems(filters: Mapping[str, str]) -> list[str]:
+    """What is wrong with the filters' values, a sentence per filter naming it and what it takes."""
+    problems = []
+    choices = {"status": Run.Status.values, "protocol": PROTOCOL_CHOICES, "source": SOURCE_CHOICES}
+    for name, allowed in choices.items():
+        value = filters.get(name, "")
+        if value and value not in allowed:
+            problems.append(f"{name}: {value!r} is not one of {', '.join(allowed)}.")
+    if filters.get("date") and _parse_day(filters["date"]) is None:
+        problems.append(f"date: {filters['date']!r} is not a date (YYYY-MM-DD).")
+    if filters.get("hour") and _parse_hour(filters["hour"]) is None:
+        problems.append(f"hour: {filters['hour']!r} is not an hour (YYYY-MM-DDTHH, local time).")
+    fingerprint = filters.get("fingerprint", "")
+    if fingerprint and not re.fullmatch(r"[0-9A-Fa-f]{1,64}", fingerprint):
+        # The value is not repeated: what is pasted here by mistake is often the key itself.
+        problems.append("fingerprint: not a key's fingerprint (up to 64 hex characters, as a run's page shows it).")
+    return problems
 
 
 def _parse_day(value: str) -> date | None:
@@ -52,6 +80,24 @@ def _parse_day(value: str) -> date | None:
         return date.fromisoformat(value) if value else None
     except ValueError:
         return None
+
+
+def _parse_hour(value: str) -> datetime | None:
+    """The start of the hour ``YYYY-MM-DDTHH`` (or a time within it, as a browser's datetime field sends it), in the
+    current time zone, as the overview's hourly bars count."""
+    match = re.fullmatch(r"(\d{4}-\d{2}-\d{2})[T ](\d{2})(?::\d{2}(?::\d{2})?)?", value.strip()) if value else None
+    if match is None:
+        return None
+    try:
+        start = datetime.fromisoformat(f"{match[1]}T{match[2]}:00")
+    except ValueError:
+        return None
+    return timezone.make_aware(start)
+
+
+def hour_filter(start: datetime) -> str:
+    """The ``hour`` filter's value for the hour holding ``start`` (its local time)."""
+    return timezone.localtime(start).strftime("%Y-%m-%dT%H")
 
 
 def _query(filters: Mapping[str, str], **extra: Any) -> str:
@@ -67,15 +113,33 @@ def _duration(run: Run | None) -> str:
     return "in progress" if run.status == Run.Status.RUNNING else "—"
 
 
+def asked_scenario(run: Run, events: list[RunEvent] | None = None) -> str:
+    """The scenario a run played, or the one its first request asked for by ``X-Harness-Scenario`` when none was
+    found (a refused run has no scenario of its own); "" for a run that asked for none. ``events``: the run's, when
+    already read (else one query, made only for such a run)."""
+    if run.scenario_id or run.mode != "scenario":
+        return run.scenario_id
+    if events is None:
+        data = run.events.filter(kind="request").order_by("seq").values_list("data", flat=True).first()
+    else:
+        data = next((e.data for e in events if e.kind == "request"), None)
+    headers = (data or {}).get("headers") or {}
+    asked = headers.get(SCENARIO_HEADER) if isinstance(headers, dict) else None
+    return asked.strip() if isinstance(asked, str) else ""
+
+
 def run_row(run: Run, cost: Total | None = None) -> dict[str, Any]:
     """What one row of the runs list shows: a CI or pytest run's test name and outcome in a column of their own;
     ``cost``, the run's total (``runs_app.pricing.costs.run_costs``, read for all the rows at once)."""
     turns = run.turns_served or []
+    scenario = asked_scenario(run)
     return {
         "cost": cost_cell(cost),
         "run": run,
-        "label": run.scenario_id or ("—" if run.mode == "ci" else run.mode),  # lorem, instruction; CI: no scenario
-        "is_scenario": bool(run.scenario_id),
+        # lorem, instruction; CI: no scenario; a scenario asked for and not found: its id
+        "label": scenario or ("—" if run.mode == "ci" else run.mode),
+        "is_scenario": bool(scenario),
+        "not_found": bool(scenario) and not run.scenario_id,
         "test": run.name,
         "outcome": OUTCOMES.get(run.status, run.status) if run.name else "",
         "duration": _duration(run),
@@ -85,6 +149,8 @@ def run_row(run: Run, cost: Total | None = None) -> dict[str, Any]:
 
 def runs_table_context(filters: dict[str, str], page_number: str | None) -> dict[str, Any]:
     """Context of ``runs_app/runs_table.html``: the page of rows, the pager links and the live socket's URL."""
+    close_idle()  # no row reads "running" for a run that can no longer end
+    problems = filter_problems(filters)
     page = Paginator(filter_runs(filters), RUNS_PER_PAGE).get_page(page_number)
     costs = run_costs(run.id for run in page.object_list)
     # The socket knows the filters and the page so that live rows respect them; ``since`` tells it which runs are
@@ -92,6 +158,7 @@ def runs_table_context(filters: dict[str, str], page_number: str | None) -> dict
     socket_query = _query(filters, page=page.number, since=timezone.now().isoformat())
     return {
         "filters": filters,
+        "problems": problems,
         "page": page,
         "rows": [run_row(run, costs[run.id]) for run in page.object_list],
         "previous_query": _query(filters, page=page.previous_page_number()) if page.has_previous() else "",
@@ -172,10 +239,13 @@ def header_context(
     """The run page's header: scenario, status, duration, turns, protocol, source."""
     scripted = len(stored.data.get("turns", [])) if stored else None
     served = len(run.turns_served or []) if run else 0
+    scenario = asked_scenario(run, events) if run else ""
     return {
         "run_id": str(run_id),
         "run": run,
-        "label": (run.scenario_id or run.name or run.mode) if run else "",
+        "label": (scenario or run.name or run.mode) if run else "",
+        "scenario": scenario,
+        "not_found": bool(scenario) and not run.scenario_id,
         "duration": _duration(run),
         "turns": f"{served} of {scripted}" if scripted else str(served),
         "events": len(events),
@@ -196,9 +266,11 @@ def _is_live(run: Run | None) -> bool:
 
 
 def waterfall_context(run_id: uuid.UUID | str, run: Run | None, events: list[RunEvent]) -> dict[str, Any]:
-    """Context of ``runs_app/run_waterfall.html``: the run's requests on one time axis (runs_app/live/waterfall.py)."""
+    """Context of ``runs_app/run_waterfall.html``: the run's requests on one time axis (runs_app/live/waterfall.py),
+    a response this process is streaming drawn as far as it went (its first byte and frames so far)."""
     label = (run.scenario_id or run.name or str(run_id)) if run else str(run_id)
-    return {"chart": build_waterfall(_as_dicts(events), live=_is_live(run)), "run_label": label}
+    streaming = {s["turn"]: s for s in inflight.snapshot(str(run_id), pieces=False)} if _is_live(run) else {}
+    return {"chart": build_waterfall(_as_dicts(events), live=_is_live(run), streaming=streaming), "run_label": label}
 
 
 def resilience_context(run: Run | None, events: list[RunEvent]) -> dict[str, Any]:
@@ -239,6 +311,7 @@ def resilience_context(run: Run | None, events: list[RunEvent]) -> dict[str, Any
 
 
 def load_run(run_id: uuid.UUID | str) -> tuple[Run | None, list[RunEvent], Scenario | None]:
+    close_idle(Run.objects.filter(id=run_id))  # an idle run's page says it was abandoned, and why
     run = Run.objects.filter(id=run_id).first()
     if run is None:
         return None, [], None

@@ -44,9 +44,11 @@ def runs_list(request: HttpRequest) -> HttpResponse:
     context = runs_table_context(filters, request.GET.get("page"))
     # The empty list's snippets name this server as the browser reached it.
     context["base_url"] = request.build_absolute_uri("/").rstrip("/")
+    # A filter value the list does not take is a 400 that says which (the page, or the table alone, shows it).
+    status = 400 if context["problems"] else 200
     # An htmx filter or pager request gets the table alone.
     if wants_partial(request):
-        return render(request, "runs_app/runs_table.html", context)
+        return render(request, "runs_app/runs_table.html", context, status=status)
     context.update(
         statuses=Run.Status.values,
         protocols=PROTOCOL_CHOICES,
@@ -54,7 +56,7 @@ def runs_list(request: HttpRequest) -> HttpResponse:
         scenario_ids=list(Scenario.objects.values_list("id", flat=True)),
         new_run_id=uuid.uuid4(),
     )
-    return render(request, "runs_app/runs_list.html", context)
+    return render(request, "runs_app/runs_list.html", context, status=status)
 
 
 @login_required
@@ -79,6 +81,16 @@ def run_detail(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
         "socket_url": f"/ws/runs/{run_id}/?after={events[-1].seq if events else 0}",
     }
     return render(request, "runs_app/run_detail.html", context)
+
+
+@login_required
+@require_GET
+def run_actions(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
+    """The run page's row of actions (judge, pin, compare), for a page opened before its run existed: the header the
+    socket sends once the run exists asks for it."""
+    run = get_object_or_404(Run, pk=run_id)
+    context = {"header": {"run": run, "run_id": str(run.id)}, "compare": compare_choices(run)}
+    return render(request, "runs_app/run_actions.html", context)
 
 
 @login_required

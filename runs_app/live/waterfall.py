@@ -8,7 +8,9 @@ numbers as text, for the table under it and for screen readers.
 Input events are mappings with ``seq``, ``timestamp`` (a datetime or an ISO 8601 string), ``kind``, ``turn`` and
 ``data``, as recorded (``RunEvent``) or broadcast. A response records ``ttfb_ms`` and ``duration_ms`` from the start
 of its request, and ``frame_ms``: when each frame went out, in ms after the first byte
-(``runs_app/endpoint/consumer.py``).
+(``runs_app/endpoint/consumer.py``). A response still streaming has no such event yet: its timing so far may be given
+by turn (``streaming``: ``ttfb_ms``, ``frame_ms``, ``elapsed_ms`` since its request came, as
+``runs_app/endpoint/inflight.py`` keeps them), and its row is drawn as far as it went.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
+from harnessweb.text import plural
 from runs_app.live.resilience import HONOURED, RETRIED, TOO_EARLY, analyse, format_ms
 
 LABEL_W = 130.0  # the rows' labels, left of the plot
@@ -166,11 +169,12 @@ class Waterfall:
             return "No request yet."
         waits = [row.wait for row in self.rows if row.wait is not None]
         failed = sum(1 for row in self.rows if row.state in ("failed", "rejected", "hung-up"))
-        text = f"{len(self.rows)} requests over {format_ms(self.span_ms)}; {failed} did not get a good answer"
+        text = f"{plural(len(self.rows), 'request')} over {format_ms(self.span_ms)}; {failed} did not get a good answer"
         if waits:
             honoured = sum(1 for w in waits if w.css == "honoured")
             early = sum(1 for w in waits if w.css == "early")
-            text += f"; {len(waits)} retries: {honoured} waited out the Retry-After, {early} came back too early"
+            retries = "1 retry" if len(waits) == 1 else f"{len(waits)} retries"
+            text += f"; {retries}: {honoured} waited out the Retry-After, {early} came back too early"
         return text + "."
 
 
@@ -236,6 +240,9 @@ def _status(row: dict[str, Any], live: bool) -> tuple[str, str]:
     """What the client got, and the row's state."""
     kind, data, failure = row.get("end_kind"), row.get("data") or {}, row.get("failure", "")
     if kind is None:
+        frames = (row.get("streaming") or {}).get("frame_ms")
+        if live and frames:
+            return f"streaming, {len(frames)} frame{'s' if len(frames) != 1 else ''} so far", "in-flight"
         return ("in flight", "in-flight") if live else ("no answer recorded", "unknown")
     if kind == "client_disconnected":
         return f"hung up after {format_ms(_number(data.get('after_ms')))}", "hung-up"
@@ -249,9 +256,12 @@ def _status(row: dict[str, Any], live: bool) -> tuple[str, str]:
     return status or "answered", "ok"
 
 
-def build(events: Iterable[Mapping[str, Any]], *, live: bool = False) -> Waterfall:
+def build(
+    events: Iterable[Mapping[str, Any]], *, live: bool = False, streaming: Mapping[Any, Mapping[str, Any]] | None = None
+) -> Waterfall:
     """The waterfall of a run's events. ``live``: requests without an end yet are drawn as in flight up to the
-    latest event (else they are drawn as a request alone)."""
+    latest event (else they are drawn as a request alone), a turn's latest one with the timing ``streaming`` gives
+    for that turn (its first byte and frames so far, up to now)."""
     ordered = sorted(events, key=lambda e: int(e["seq"]))
     requests = [e for e in ordered if e["kind"] == "request"]
     if not requests:
@@ -259,16 +269,23 @@ def build(events: Iterable[Mapping[str, Any]], *, live: bool = False) -> Waterfa
     t0 = _time(requests[0]["timestamp"])
     latest = max((_time(e["timestamp"]) - t0).total_seconds() * 1000 for e in ordered)
     collected, failure_rows = _collect(ordered, t0)
+    if live and streaming:
+        latest_of_turn = {raw["turn"]: raw for raw in collected}
+        for turn, timing in streaming.items():
+            raw = latest_of_turn.get(turn)
+            if raw is not None and raw["end"] is None:
+                raw["streaming"] = timing
     rows: list[Row] = []
     for raw in collected:
-        data = raw.get("data") or {}
+        data = raw.get("data") or raw.get("streaming") or {}
         duration = _number(data.get("duration_ms"))
         end = raw["end"]
         # The response is recorded as its last frame goes out, ``duration_ms`` after its request began (which is a
         # little before the request event: the body was read first).
         start = end - duration if end is not None and duration is not None else raw["request_ms"]
         if end is None:
-            end = max(latest, start) if live else start
+            elapsed = _number(data.get("elapsed_ms"))  # a response streaming: up to now
+            end = max(latest, start + (elapsed or 0.0)) if live else start
         status, state = _status(raw, live)
         if state == "hung-up":
             duration = _number(data.get("after_ms"))

@@ -18,7 +18,8 @@ from typing import Any
 from runs_app.live.resilience import RETRIED, WENT_ON, analyse
 
 # Stacked bottom to top; "running" last, so a finished bar's top is its failures and errors.
-STATUSES = ("passed", "failed", "errored", "running")
+STATUSES = ("passed", "failed", "errored", "abandoned", "running")
+# A pass rate's runs: an abandoned run (its client went away before the last turn) passed nothing and failed nothing.
 FINISHED = ("passed", "failed", "errored")
 # The chart's drawing area in SVG user units (the template scales it to the card's width).
 WIDTH, HEIGHT = 720, 200

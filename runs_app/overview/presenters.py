@@ -16,7 +16,9 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from runs_app.closing import close_idle
 from runs_app.coverage.report import FAILING, MISSING, coverage_report
+from runs_app.live.presenters import hour_filter
 from runs_app.live.resilience import format_ms
 from runs_app.models import JudgeVerdict, Run, RunEvent
 from runs_app.overview import figures
@@ -42,10 +44,14 @@ def _chart(runs: Any, period: figures.Period, now: datetime) -> figures.Chart:
     rows = runs.annotate(bucket=trunc("started_at")).values_list("bucket", "status").annotate(n=Count("id"))
     built = figures.chart(((bucket, status, n) for bucket, status, n in rows.order_by()), period, now)
     for bar in built.bars:
-        day = timezone.localtime(bar.start).date().isoformat()
-        bar.url = runs_url(date=day)
+        # A bar opens the runs it counts: its day, or its hour on the hourly chart.
+        if trunc is TruncHour:
+            when = {"hour": hour_filter(bar.start)}
+        else:
+            when = {"date": timezone.localtime(bar.start).date().isoformat()}
+        bar.url = runs_url(**when)
         for segment in bar.segments:
-            segment["url"] = runs_url(date=day, status=segment["status"])
+            segment["url"] = runs_url(**when, status=segment["status"])
     return built
 
 
@@ -137,6 +143,7 @@ def overview_context(period_key: str | None, *, staff: bool, base_url: str) -> d
 
     About a dozen queries whatever the number of runs or events (five of them the coverage report's).
     """
+    close_idle()  # a run that can no longer end is counted as abandoned, not running
     period = period_of(period_key)
     # Local time, as the database truncates to hours and days in the current time zone (and the list's date filter
     # reads dates in it).
