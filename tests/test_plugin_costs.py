@@ -132,14 +132,21 @@ def test_own_prices(harness):
     assert harness.cost.usd == Decimal("0.003")
     harness.assert_cost_below("0.0031")
 
-def test_the_shipped_prices_are_not_used(harness):
+def test_a_model_neither_the_file_nor_genai_prices_knows_is_unpriced(harness):
     harness.use_scenario({"id": "u", "turns": [{"turn": 1, "response": {"kind": "text", "assistant_text": "ok"}}]})
     messages = [{"role": "user", "content": "x"}]
-    harness.openai_client().chat.completions.create(model="claude-opus-4-1", messages=messages)
+    harness.openai_client().chat.completions.create(model="house-model-1", messages=messages)
     assert harness.cost.usd is None
+
+def test_genai_prices_prices_the_models_the_file_does_not_name(harness):
+    harness.use_scenario({"id": "u", "turns": [{"turn": 1, "response": {"kind": "text", "assistant_text": "ok"},
+                                                "usage": {"input_tokens": 1000, "output_tokens": 1000}}]})
+    messages = [{"role": "user", "content": "x"}]
+    harness.openai_client().chat.completions.create(model="gpt-4o-2024-08-06", messages=messages)
+    assert harness.cost.usd == Decimal("0.0125")  # OpenAI's $2.50 in and $10 out per million tokens
 """
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
 def test_a_bad_price_file_names_its_line_and_field(pytester: pytest.Pytester) -> None:

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pytest
 
+from harnessweb.engine.price_catalog import catalog_price
 from harnessweb.engine.pricing import (
     SHIPPED,
     Price,
@@ -248,3 +249,31 @@ def test_a_tally_priced_once_per_model_equals_the_sum_of_each_responses_cost() -
     assert (summed.usd, summed.priced, summed.unpriced) == (one_by_one.usd, one_by_one.priced, one_by_one.unpriced)
     assert (summed.unpriced_models, summed.unpriced_no_usage) == ({"mystery"}, 1)
     assert describe(summed) == describe(one_by_one)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# genai-prices behind the table
+
+
+def test_genai_prices_prices_a_model_no_row_names_and_says_so() -> None:
+    price = catalog_price("gpt-4o-2024-08-06")
+    assert price is not None
+    assert (price.input, price.output, price.cached_input) == (Decimal("2.5"), Decimal("10"), Decimal("1.25"))
+    assert price.source.startswith("genai-prices ") and price.source.endswith("OpenAI gpt-4o")
+
+
+def test_genai_prices_finds_bedrock_ids_and_takes_a_tiered_prices_base_tier() -> None:
+    bedrock = catalog_price("us.anthropic.claude-sonnet-4-20250514-v1:0")
+    assert bedrock is not None and bedrock.input == Decimal("3") and "anthropic.claude-sonnet-4" in bedrock.source
+    tiered = catalog_price("gemini-2.5-pro")
+    assert tiered is not None and tiered.input == Decimal("1.25") and tiered.source.endswith("(base tier)")
+    assert catalog_price("house-model-1") is None
+    assert catalog_price("  ") is None
+
+
+def test_a_row_of_the_table_overrides_genai_prices() -> None:
+    table = PriceTable([Price("gpt-4o", Decimal("1"), Decimal("2"))], fallback=catalog_price)
+    assert table.find("gpt-4o-2024-08-06").input == Decimal("1")  # the row, by its dated name
+    assert table.find("claude-opus-4-1").source.startswith("genai-prices ")
+    assert table.find("house-model-1") is None
+    assert PriceTable([]).find("gpt-4o") is None  # no fallback: only the rows price

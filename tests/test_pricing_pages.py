@@ -200,11 +200,11 @@ def test_the_run_page_shows_each_answers_cost_and_the_runs(admin_client):
 def test_an_unpriced_model_shows_as_such_never_as_free(admin_client):
     price()
     run = make_run()
-    answered(run, "gpt-4o", {"prompt_tokens": 10, "completion_tokens": 2}, path="/v1/chat/completions")
+    answered(run, "house-model-1", {"prompt_tokens": 10, "completion_tokens": 2}, path="/v1/chat/completions")
     answered(run, OPUS, {"input_tokens": 1000, "output_tokens": 200})
     page = text(admin_client.get(f"/runs/{run.id}/"))
-    assert "no price for gpt-4o" in page
-    assert "≥ $0.03, 1 response unpriced (no price for gpt-4o)" in page
+    assert "no price for house-model-1" in page
+    assert "≥ $0.03, 1 response unpriced (no price for house-model-1)" in page
     listing = text(admin_client.get("/runs/"))
     assert "≥ $0.03" in listing and "$0.00" not in listing
 
@@ -310,3 +310,17 @@ def test_a_verdict_without_usage_says_so_and_the_upload_answers_its_cost_field()
     out = make_client().post(f"/runs/{run.id}/verdicts", json={**body, "judge_model": "claude-sonnet-4-5"})
     assert out.status_code == 201
     assert out.json()["judge_cost_usd"] is None
+
+
+def test_a_model_the_admin_has_no_row_for_is_priced_from_genai_prices_and_the_page_says_so(admin_client):
+    run = make_run()
+    answered(run, "gpt-4o", {"prompt_tokens": 1000, "completion_tokens": 1000}, path="/v1/chat/completions")
+    page = text(admin_client.get(f"/runs/{run.id}/"))
+    assert "no price" not in page
+    assert page.count("$0.0125") == 2  # the answer's and the run's: $2.50 in and $10 out per million tokens
+    assert "genai-prices " in page and "OpenAI gpt-4o" in page  # which prices the figure used
+    ModelPrice.objects.create(
+        model="gpt-4o", input_usd_per_mtok=1, output_usd_per_mtok=1, priced_on=dt.date(2026, 11, 27), source="ours"
+    )
+    page = text(admin_client.get(f"/runs/{run.id}/"))
+    assert page.count("$0.002") == 2 and "OpenAI gpt-4o" not in page  # the admin's row overrides it

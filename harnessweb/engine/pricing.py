@@ -12,7 +12,9 @@ Which row prices a model (``PriceTable.find``), most specific first:
    ``claude-opus-4-1-20250805`` and ``claude-opus-4-1@20250805``, ``gpt-4o`` prices ``gpt-4o-2024-08-06``, but
    never ``gpt-4o-mini`` (another model whose name merely starts the same: unpriced rather than priced wrongly);
 3. a row whose name ends with ``*`` prices every model starting with what comes before it (``claude-opus-4*``);
-   the longest such prefix wins.
+   the longest such prefix wins;
+4. the table's fallback, if it has one: genai-prices' list (:mod:`harnessweb.engine.price_catalog`), so the table's
+   own rows (the admin's, a price file's) override it.
 
 Cached input: where a protocol reports cache reads (OpenAI's ``prompt_tokens_details.cached_tokens``, the Responses
 API's ``input_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``, Gemini's
@@ -27,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
@@ -56,7 +58,9 @@ class Price:
 class PriceTable:
     """Prices by model name, and the rule that finds a model's row (see the module's docstring)."""
 
-    def __init__(self, prices: Iterable[Price] = ()) -> None:
+    def __init__(self, prices: Iterable[Price] = (), fallback: Callable[[str], Price | None] | None = None) -> None:
+        """``fallback`` prices a model no row finds (:func:`harnessweb.engine.price_catalog.catalog_price`)."""
+        self.fallback = fallback
         self.exact: dict[str, Price] = {}
         self.prefixes: list[tuple[str, Price]] = []
         for price in prices:
@@ -71,9 +75,16 @@ class PriceTable:
     def __len__(self) -> int:
         return len(self.exact) + len(self.prefixes)
 
+    def rows(self) -> list[Price]:
+        """The table's own rows (not its fallback's)."""
+        return [*self.exact.values(), *(price for _, price in self.prefixes)]
+
     def find(self, model: str) -> Price | None:
         if model not in self._found:
-            self._found[model] = self._find(model)
+            found = self._find(model)
+            if found is None and self.fallback is not None:
+                found = self.fallback(model)
+            self._found[model] = found
         return self._found[model]
 
     def _find(self, model: str) -> Price | None:

@@ -3,7 +3,8 @@ response reported (its call history, in-process or from the server's run) and a 
 (:mod:`harnessweb.engine.pricing`).
 
 The plugin has no database: its prices come from a file, the shipped ``harnessweb/engine/prices.json`` unless
-``--harness-prices FILE`` or the ini option ``harness_prices`` names another. Server mode reads the same file, not
+``--harness-prices FILE`` or the ini option ``harness_prices`` names another, over genai-prices' list for the models
+the file does not name (:mod:`harnessweb.engine.price_catalog`). Server mode reads the same file, not
 the dashboard's table: what a test asserts must not change because someone edited a price on a shared server, and a
 session's own server starts with an empty table.
 
@@ -19,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harnessweb.engine.price_catalog import catalog_price
 from harnessweb.engine.pricing import (
     SHIPPED,
     Cost,
@@ -36,7 +38,7 @@ from harnessweb.testing.calls import Call
 
 @lru_cache(maxsize=8)
 def _read(path: str, mtime: float) -> PriceTable:
-    return read_prices(path)
+    return PriceTable(read_prices(path).rows(), fallback=catalog_price)
 
 
 def prices_from(path: str | Path | None) -> PriceTable:

@@ -81,7 +81,7 @@ def _event_summary(event: RunEvent) -> tuple[str, str, str]:
             return f"HTTP {data.get('status')} ({data['failure']}) · {timing}", "✖", "bad"
         return (
             f"HTTP {data.get('status', 200)} · finish {data.get('finish_reason', '')} · "
-            f"{data.get('chunks', 0)} chunks · {timing}",
+            f"{plural(data.get('chunks') or 0, 'chunk')} · {timing}",
             icon,
             tone,
         )
@@ -347,6 +347,7 @@ def response_panel(event: RunEvent, costs: Mapping[int, Cost] | None = None) -> 
         "usage": [{"name": k, "value": v} for k, v in usage.items()],
         "cost": describe_cost(cost) if cost else "",
         "cost_known": bool(cost and cost.usd is not None),
+        "cost_source": cost.price.source if cost and cost.price and cost.usd is not None else "",
         "tool_calls": calls,
         "json": pretty_json(data),
     }

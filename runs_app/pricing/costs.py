@@ -25,6 +25,7 @@ from django.urls import reverse
 from ninja.pagination import LimitOffsetPagination
 
 from harnessweb.apikit import Page
+from harnessweb.engine.price_catalog import catalog_price
 from harnessweb.engine.pricing import (
     Cost,
     PriceTable,
@@ -47,7 +48,8 @@ _SESSION = re.compile(r"^pytest-([0-9a-f]{12})(?:-|$)")
 
 
 def price_table() -> PriceTable:
-    return PriceTable(row.as_price() for row in ModelPrice.objects.all())
+    """The admin's prices, over genai-prices' list for every model they do not name."""
+    return PriceTable((row.as_price() for row in ModelPrice.objects.all()), fallback=catalog_price)
 
 
 def model_of(body_model: Any, path: Any) -> str:
