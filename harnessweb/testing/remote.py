@@ -2,71 +2,20 @@
 clients reach the server over the network and name this test's run (``X-Harness-Run``); on the session's own server
 the test's run is also the one requests naming no run belong to (``PUT /api/current-run``, cleared by ``leave`` at
 the test's end), so a program given only the URL lands in the history; configured answers, failure kinds and the
-scenario become the run's script (``PUT /api/runs/{id}/script``); the call history is read back from the run's
-recorded events, which are readable the moment a response ends."""
+scenario become the run's script (``PUT /api/runs/{id}/script``); the call history is read back as the server
+builds it from the run's recorded events (``GET /api/runs/{id}/calls``), readable the moment a response ends."""
 
 from __future__ import annotations
 
 import datetime
 from typing import Any
 
-import orjson
-
-from harnessweb.engine import respond, routes
 from harnessweb.engine.configured import Answers
-from harnessweb.engine.exchange import ChatRequest
 from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX
-from harnessweb.engine.wire.common import WireError
 from harnessweb.testing import calls as history
 from harnessweb.testing.activation import VARIABLE
 from harnessweb.testing.harness import Harness, HarnessError
 from harnessweb.testing.server import Server
-
-
-def calls_from_events(events: list[dict[str, Any]]) -> list[history.Call]:
-    """The calls a run's events record: one per ``request`` event, with how it was answered and what it got."""
-    found: list[history.Call] = []
-    call: history.Call | None = None
-    for event in events:
-        kind, data = event["kind"], event["data"]
-        if kind == "request":
-            call = _call_of(data, event["timestamp"])
-            if call is not None:
-                found.append(call)
-        elif call is None:
-            continue
-        elif kind == "match":
-            call.answered_by = data.get("mode", "")
-        elif kind == "validation":
-            call.problem = data.get("problem") or ""
-        elif kind == "failure_injected":
-            call.error = {"status": None, "kind": data.get("status"), "message": data.get("message")}
-        elif kind == "rejected":
-            call.error = {"status": data.get("status"), "kind": "rejected", "message": data.get("message")}
-        elif kind == "response":
-            call.duration_ms = data.get("duration_ms")
-            if call.error is not None:
-                call.error["status"] = data.get("status")
-            else:
-                keep = ("text", "reasoning", "tool_calls", "finish_reason", "usage", "chunks")
-                call.response = {k: data[k] for k in keep if k in data}
-    return found
-
-
-def _call_of(data: dict[str, Any], timestamp: str) -> history.Call | None:
-    route = routes.resolve(data.get("method", "POST"), data.get("path", ""), data.get("headers", {}))
-    if isinstance(route, routes.Refusal):
-        return None
-    try:
-        body, request = respond.read_request(route, orjson.dumps(data.get("body")))
-    except WireError:
-        return None
-    if not isinstance(request, ChatRequest):
-        return None
-    call = history.call_from(request, body, data["path"], timestamp)
-    call.key = data.get("key") if isinstance(data.get("key"), dict) else None
-    return call
-
 
 # What a test in server mode does to replay a cassette: the server's own (uploaded or loaded), named per request.
 IN_SERVER_MODE = (
@@ -241,13 +190,13 @@ class RemoteHarness(Harness):
 
     @property
     def calls(self) -> list[history.Call]:
-        response = self._api.get(f"/runs/{self.run_id}")
-        if response.status_code == 404:
+        response = self._api.get(f"/runs/{self.run_id}/calls")
+        if response.status_code == 404:  # no request named the run yet
             remote: list[history.Call] = []
         elif response.status_code != 200:
-            raise HarnessError(f"could not read this test's run from the server: {response.text}")
+            raise HarnessError(f"could not read this test's calls from the server: {response.text}")
         else:
-            remote = calls_from_events(response.json()["events"])
+            remote = [history.Call.from_record(record) for record in response.json()["calls"]]
         merged = [c for c in remote if self._key(c) not in self._forgotten] + self._calls
         return sorted(merged, key=lambda c: datetime.datetime.fromisoformat(c.timestamp))
 
