@@ -1,0 +1,19 @@
+/**
+ * The scenario harness from node and TypeScript. `startHarness` starts a clean harness for a suite (or connects to a
+ * shared one); `HarnessRun` is one test's run on it. The vitest fixture and `useHarness()` are in `harnessweb/vitest`.
+ */
+
+export { harnessGlobalSetup, HarnessStartError, SERVER_INSTALL, startHarness } from "./server.js";
+export type { Connection, Harness, PathLike, StartOptions } from "./server.js";
+export {
+  FAILURE_KINDS,
+  fingerprint,
+  HarnessError,
+  HarnessRun,
+  RUN_HEADER,
+  RUN_KEY_PREFIX,
+  runEnv,
+} from "./run.js";
+export type { FailureKind, ResponseSpec, ScenarioSpec } from "./run.js";
+export { AssertionError, assertCalledWith, callFromRecord, differences } from "./calls.js";
+export type { Call, CallError, CallMessage, CallRecord, RunCalls, Wanted } from "./calls.js";

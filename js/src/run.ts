@@ -1,0 +1,277 @@
+/**
+ * One test's run on a harness server: a fresh run id, the environment its default clients read (base URLs and an
+ * API key `harness-run-<id>` that names the run), what its requests get (the run's script,
+ * `PUT /api/runs/{id}/script`: answers, failure kinds, a scenario, the key every request must carry) and the calls
+ * it recorded, read back from the run's events. Nothing here needs vitest: `harnessweb/vitest` gives each test one.
+ */
+
+import { createHash, randomUUID } from "node:crypto";
+
+import { assertCalledWith, callFromRecord, describe, type Call, type RunCalls, type Wanted } from "./calls.js";
+import type { Connection } from "./server.js";
+
+export const RUN_HEADER = "X-Harness-Run";
+export const RUN_KEY_PREFIX = "harness-run-";
+/** The failure kinds `setError` takes (the scenario schema's `failure_status`). */
+export const FAILURE_KINDS = [
+  "timeout", "invalid_response", "network_error", "rate_limit", "model_error",
+  "auth_error", "permission_error", "not_found", "bad_request", "request_too_large",
+  "server_error", "bad_gateway", "unavailable", "overloaded",
+  "wrong_content_type", "missing_content_type", "invalid_json_in_stream", "invalid_utf8", "truncated_stream",
+  "slow_first_byte",
+] as const; // prettier-ignore
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** An answer: its text, or `{ text }`, `{ json }` (structured data, as a scenario's `structured` turn) or
+ * `{ toolCalls: [{ name, arguments }] }`. */
+export type ResponseSpec =
+  | string
+  | { text: string }
+  | { json: unknown }
+  | { toolCalls: { name: string; arguments?: unknown; id?: string }[] };
+
+export interface ScenarioSpec {
+  id: string;
+  [field: string]: unknown;
+}
+
+interface ScriptAnswer {
+  model: string | null;
+  text?: string;
+  json?: unknown;
+  tool_calls?: { name: string; arguments: string; id: string }[];
+  reasoning: string | null;
+  used: number;
+}
+
+interface ScriptError {
+  model: string | null;
+  kind: FailureKind;
+  times: number | "always";
+  used: number;
+}
+
+export class HarnessError extends Error {
+  override name = "HarnessError";
+}
+
+/** Variables a default client reads before the run's own (`@google/genai`: `GOOGLE_API_KEY` before `GEMINI_API_KEY`). */
+const SHADOWING = ["GOOGLE_API_KEY"];
+
+/** The variables the official SDKs' default clients read, set to reach `url` and land in the run `id`. */
+export function runEnv(url: string, id: string): Record<string, string> {
+  const key = RUN_KEY_PREFIX + id;
+  return {
+    OPENAI_BASE_URL: `${url}/v1`,
+    OPENAI_API_KEY: key,
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: key,
+    GOOGLE_GEMINI_BASE_URL: url,
+    GEMINI_API_KEY: key,
+  };
+}
+
+/** The fingerprint the harness records for an API key (never the key): the first 12 hex digits of its SHA-256. */
+export function fingerprint(key: string): string {
+  return createHash("sha256")
+    .update(key.replace(/^Bearer /, "").trim())
+    .digest("hex")
+    .slice(0, 12);
+}
+
+export class HarnessRun {
+  readonly id: string;
+  readonly url: string;
+  /** The API key that names this run (what `env()` gives the SDKs). */
+  readonly key: string;
+  /** Headers that name this run, for a client given its own key: `defaultHeaders: harness.headers`. */
+  readonly headers: Record<string, string>;
+  private readonly token: string;
+  private answers: ScriptAnswer[] = [];
+  private errors: ScriptError[] = [];
+  private scenario = "";
+  private expectedKey: { fingerprint: string; place?: string } | null = null;
+  private forgotten = 0;
+
+  constructor(connection: Connection, id: string = randomUUID()) {
+    this.id = id;
+    this.url = connection.url.replace(/\/$/, "");
+    this.token = connection.token;
+    this.key = RUN_KEY_PREFIX + id;
+    this.headers = { [RUN_HEADER]: id };
+  }
+
+  /** The run's page on the dashboard. */
+  get page(): string {
+    return `${this.url}/runs/${this.id}/`;
+  }
+
+  /** What the default clients read: `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL` and their
+   * API keys, all naming this run. Give it to a program the test starts. */
+  env(): Record<string, string> {
+    return runEnv(this.url, this.id);
+  }
+
+  /** Set `env()` in `process.env` (and unset `GOOGLE_API_KEY`, which Google's client would read before
+   * `GEMINI_API_KEY`); the function returned puts back what was there. */
+  applyEnv(): () => void {
+    const names = [...Object.keys(this.env()), ...SHADOWING];
+    const saved = names.map((name) => [name, process.env[name]] as const);
+    for (const name of SHADOWING) delete process.env[name];
+    Object.assign(process.env, this.env());
+    return () => {
+      for (const [name, value] of saved) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    };
+  }
+
+  // -- configuring: the run's script ------------------------------------------------------------------------------
+
+  /** The next answer (for `model` only, if given). Set several times, the answers come in that order and the last
+   * one stays. */
+  async setResponse(answer: ResponseSpec, options: { model?: string; reasoning?: string } = {}): Promise<void> {
+    const entry: ScriptAnswer = { model: options.model ?? null, reasoning: options.reasoning ?? null, used: 0 };
+    const spec = typeof answer === "string" ? { text: answer } : answer;
+    const given = ["text", "json", "toolCalls"].filter((name) => name in (spec ?? {}));
+    if (given.length !== 1) {
+      throw new HarnessError(
+        `setResponse takes a text, { text }, { json } or { toolCalls } (got ${given.join(" and ") || JSON.stringify(answer)})`,
+      );
+    }
+    if ("text" in spec) {
+      if (typeof spec.text !== "string") throw new HarnessError("setResponse: text must be a string");
+      entry.text = spec.text;
+    } else if ("json" in spec) {
+      entry.json = spec.json;
+    } else {
+      if (!Array.isArray(spec.toolCalls) || spec.toolCalls.length === 0) {
+        throw new HarnessError("setResponse: toolCalls must be a non-empty list of { name, arguments }");
+      }
+      entry.tool_calls = spec.toolCalls.map((call, i) => {
+        if (typeof call?.name !== "string") throw new HarnessError(`setResponse: toolCalls[${i}] needs a name`);
+        const args = call.arguments ?? {};
+        return { name: call.name, arguments: typeof args === "string" ? args : JSON.stringify(args), id: call.id ?? "" };
+      });
+    }
+    this.answers.push(entry);
+    await this.push();
+  }
+
+  /** The provider's own failure for the next `times` requests (a number, or "always"), for `model` only if given. */
+  async setError(kind: FailureKind, options: { times?: number | "always"; model?: string } = {}): Promise<void> {
+    if (!FAILURE_KINDS.includes(kind)) {
+      throw new HarnessError(`setError: unknown failure kind ${JSON.stringify(kind)}; use one of ${FAILURE_KINDS.join(", ")}`);
+    }
+    const times = options.times ?? 1;
+    if (times !== "always" && !(Number.isInteger(times) && times >= 1)) {
+      throw new HarnessError(`setError: times must be a positive number or "always", got ${JSON.stringify(times)}`);
+    }
+    this.errors.push({ model: options.model ?? null, kind, times, used: 0 });
+    await this.push();
+  }
+
+  /** Play a scenario the server loaded (by id), or one given whole (stored on the server first). */
+  async useScenario(scenario: string | ScenarioSpec): Promise<void> {
+    if (typeof scenario !== "string") {
+      if (typeof scenario?.id !== "string") throw new HarnessError("useScenario: a scenario needs an id");
+      await this.api("PUT", `/scenarios/${encodeURIComponent(scenario.id)}`, scenario, "the scenario");
+    }
+    this.scenario = typeof scenario === "string" ? scenario : scenario.id;
+    await this.push();
+  }
+
+  /** Every later request must carry this API key (given as the key or its 12-digit fingerprint), in `place` if
+   * given; else it gets the validation failure naming where its key came. `null` stops expecting one. */
+  async expectKey(keyOrFingerprint: string | null, options: { place?: string } = {}): Promise<string | null> {
+    if (keyOrFingerprint === null) {
+      this.expectedKey = null;
+    } else {
+      const print = /^[0-9a-f]{12}$/.test(keyOrFingerprint) ? keyOrFingerprint : fingerprint(keyOrFingerprint);
+      this.expectedKey = options.place ? { fingerprint: print, place: options.place } : { fingerprint: print };
+    }
+    await this.push();
+    return this.expectedKey?.fingerprint ?? null;
+  }
+
+  /** Forget the script and the calls so far. */
+  async reset(): Promise<void> {
+    this.forgotten = (await this.calls()).length + this.forgotten;
+    this.answers = [];
+    this.errors = [];
+    this.scenario = "";
+    this.expectedKey = null;
+    const response = await this.request("DELETE", `/runs/${this.id}/script`);
+    if (response.status !== 204 && response.status !== 404) await this.refused(response, "forgetting the script");
+  }
+
+  private async push(): Promise<void> {
+    const current = await this.request("GET", `/runs/${this.id}/script`);
+    if (current.status === 200) {
+      // Keep the server's counts: entries are only ever appended here, so they line up.
+      const served = (await current.json()) as { answers: ScriptAnswer[]; errors: ScriptError[] };
+      served.answers.forEach((theirs, i) => this.answers[i] && (this.answers[i].used = theirs.used));
+      served.errors.forEach((theirs, i) => this.errors[i] && (this.errors[i].used = theirs.used));
+    }
+    const script = { answers: this.answers, errors: this.errors, scenario: this.scenario, expect_key: this.expectedKey };
+    await this.api("PUT", `/runs/${this.id}/script`, script, "this test's script");
+  }
+
+  // -- the history ------------------------------------------------------------------------------------------------
+
+  /** The calls the run recorded, in order (readable the moment a response ends). */
+  async calls(options: { model?: string } = {}): Promise<Call[]> {
+    const response = await this.request("GET", `/runs/${this.id}/calls`);
+    if (response.status === 404) return []; // no request named the run yet
+    if (response.status !== 200) await this.refused(response, "reading this test's calls");
+    const run = (await response.json()) as RunCalls;
+    const calls = run.calls.map(callFromRecord).slice(this.forgotten);
+    return options.model === undefined ? calls : calls.filter((c) => c.model === options.model);
+  }
+
+  async lastCall(): Promise<Call | undefined> {
+    return (await this.calls()).at(-1);
+  }
+
+  async promptCount(options: { model?: string } = {}): Promise<number> {
+    return (await this.calls(options)).length;
+  }
+
+  /** The first call that has every field given (`promptContains`: a text in any of its messages); else an
+   * AssertionError showing the closest call and each field that differs. */
+  async assertCalledWith(wanted: Wanted): Promise<Call> {
+    return assertCalledWith(await this.calls(), wanted);
+  }
+
+  async assertCalledTimes(times: number, options: { model?: string } = {}): Promise<void> {
+    const calls = await this.calls(options);
+    if (calls.length !== times) {
+      const scope = options.model === undefined ? "" : ` for model ${JSON.stringify(options.model)}`;
+      throw new HarnessError(`Expected ${times} call(s)${scope}, got ${calls.length}:\n${describe(calls)}`);
+    }
+  }
+
+  async assertNotCalled(): Promise<void> {
+    await this.assertCalledTimes(0);
+  }
+
+  // -- the REST API -----------------------------------------------------------------------------------------------
+
+  private request(method: string, path: string, body?: unknown): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    return fetch(`${this.url}/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  }
+
+  private async api(method: string, path: string, body: unknown, what: string): Promise<unknown> {
+    const response = await this.request(method, path, body);
+    if (response.status >= 400) await this.refused(response, what);
+    return response.json();
+  }
+
+  private async refused(response: Response, what: string): Promise<never> {
+    const text = (await response.text()).slice(0, 1000);
+    throw new HarnessError(`The harness refused ${what} (${response.status}): ${text}`);
+  }
+}

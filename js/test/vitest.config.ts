@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    dir: "test",
+    globalSetup: ["test/global-setup.ts"], // one clean harness for the whole run
+    maxWorkers: 2, // test files run side by side, each test in a run of its own
+    testTimeout: 30_000,
+    hookTimeout: 90_000,
+  },
+});
