@@ -32,6 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 VCR_DIR = ROOT / "tests" / "fixtures" / "vcr"
 
 
+def docs_text() -> str:
+    """The README and every page of the documentation site (docs/), as one text: what tests check the docs against."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return "\n".join(path.read_text(encoding="utf-8") for path in pages)
+
+
 def vcr_fixture(name: str) -> bytes:
     """A cassette of VCR_DIR as a recorder that redacts would have written it: the Gemini ones record their
     ``?key=test-key`` (refused as it stands, see tests/test_secret_uploads.py), here ``?key=[REDACTED]``."""

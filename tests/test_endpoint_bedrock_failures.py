@@ -5,8 +5,6 @@ README's Bedrock failure table is the same table (a row that drifts from what th
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anthropic
 import boto3
 import pytest
@@ -14,9 +12,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, EventStreamError
 
 from harnessweb.engine.configured import FAILURE_KINDS
+from tests.conftest import docs_text
 from tests.test_endpoint_failure_kinds import ANSWER, CLIENT_TIMEOUT_S, failing
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 # kind -> (what Bedrock sends, then what boto3 and AnthropicBedrock raise: "X" both ways, "X / Y" for a plain call /
@@ -148,7 +146,7 @@ def test_it_covers_every_failure_kind() -> None:
 
 
 def test_it_keeps_the_readme_table_the_same_as_the_measured_one() -> None:
-    readme = README.read_text(encoding="utf-8")
+    readme = docs_text()
     missing = [kind for kind in TABLE if readme_row(kind) not in readme]
     assert not missing, "README rows differ for: " + ", ".join(missing) + "\n" + "\n".join(map(readme_row, missing))
 

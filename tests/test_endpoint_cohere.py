@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import cohere
 import httpx
@@ -17,7 +16,7 @@ import httpx2
 import pytest
 
 from harnessweb.engine.configured import FAILURE_KINDS
-from tests.conftest import make_scenario, recorded_run
+from tests.conftest import docs_text, make_scenario, recorded_run
 from tests.test_endpoint_failure_kinds import ANSWER, CLIENT_TIMEOUT_S, failing
 
 WEATHER = [
@@ -269,7 +268,6 @@ def test_it_refuses_a_missing_key_with_coheres_401(harness_server, transactional
 
 # -- every failure kind, as ClientV2 meets it (retries off) ----------------------------------------------------------
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 # kind -> what a plain call raises, then a streamed one ("answer": the whole answer, no error; "answer, empty" with none
 # of it: ClientV2 skips a stream event it cannot parse, with a warning, rather than raising; "answer, garbled" with
 # U+FFFD in it).
@@ -321,7 +319,7 @@ def call(url: str, scenario: str, stream: bool, timeout: float) -> str:
 
 def test_it_covers_every_failure_kind_and_the_readme_says_the_same() -> None:
     assert set(KINDS) == set(FAILURE_KINDS)
-    readme = README.read_text(encoding="utf-8")
+    readme = docs_text()
     missing = [kind for kind in KINDS if readme_row(kind) not in readme]
     assert not missing, "README rows differ:\n" + "\n".join(map(readme_row, missing))
 

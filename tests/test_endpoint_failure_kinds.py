@@ -5,7 +5,6 @@ and the README's failure table is the same table (a row that drifts from what th
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -17,9 +16,8 @@ from google.genai import types
 from google.oauth2.credentials import Credentials
 
 from harnessweb.engine.configured import FAILURE_KINDS
-from tests.conftest import make_scenario
+from tests.conftest import docs_text, make_scenario
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 ANSWER = "Scripted answer, whole."
 HOLD_MS = 400  # timeout's hold and slow_first_byte's stall
 CLIENT_TIMEOUT_S = {"timeout": 0.2, "slow_first_byte": 5.0}
@@ -98,7 +96,7 @@ def test_it_covers_every_failure_kind() -> None:
 
 
 def test_it_keeps_the_readme_table_the_same_as_the_measured_one() -> None:
-    readme = README.read_text(encoding="utf-8")
+    readme = docs_text()
     missing = [kind for kind in TABLE if readme_row(kind) not in readme]
     assert not missing, "README rows differ for: " + ", ".join(missing) + "\n" + "\n".join(map(readme_row, missing))
 

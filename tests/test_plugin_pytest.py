@@ -274,8 +274,7 @@ def test_it_names_the_file_of_a_broken_scenario_folder(pytester: pytest.Pytester
 
 
 def test_it_runs_the_readme_example_as_written(pytester: pytest.Pytester) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Use it from pytest", 1)[1]
+    section = (Path(__file__).resolve().parent.parent / "docs" / "pytest.md").read_text()
     scenario = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     test = section.split("```python\n", 1)[1].split("```", 1)[0]
     command = section.split("```sh\npytest ", 2)[1].split("#", 1)[0].split()

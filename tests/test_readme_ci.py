@@ -60,7 +60,7 @@ def judged_server(django_db_setup: None, django_db_blocker: Any, tmp_path_factor
 
 
 def module_text() -> str:
-    found = MODULE.search((ROOT / "README.md").read_text())
+    found = MODULE.search((ROOT / "docs" / "rest-api.md").read_text())
     assert found, "the README has no harness-ci.mjs block"
     return found.group(1)
 
