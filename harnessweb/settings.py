@@ -10,6 +10,11 @@ from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.engine.vcr import parse_mode as parse_vcr_mode
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The dashboard's templates and static files: at a checkout's root, or inside an installed wheel's package, where
+# the build backend puts them (build_backend/harness_backend.py).
+SITE_DIR = Path(__file__).resolve().parent / "site"
+if not SITE_DIR.is_dir():
+    SITE_DIR = BASE_DIR
 
 
 def envbool(name: str, default: str = "False") -> bool:
@@ -60,7 +65,7 @@ ASGI_APPLICATION = "harnessweb.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -115,7 +120,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [SITE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True  # serve straight from the app folders, no collectstatic step
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -152,6 +157,16 @@ HARNESS_REQUIRE_KEY = envbool("HARNESS_REQUIRE_KEY")
 HARNESS_SESSION_SERVER = envbool("HARNESS_SESSION_SERVER")
 # Events kept in memory while the database is unreachable; beyond it the oldest are dropped, and counted on their run.
 HARNESS_RECORDER_BUFFER = envint("HARNESS_RECORDER_BUFFER", 100_000)
+# Seconds without a request after which a run is closed (runs_app/closing.py): a running one as abandoned, and a request
+# of its conversation starts a new run (one naming it, X-Harness-Run, still continues it). Default 5 minutes.
+try:
+    HARNESS_RUN_IDLE_S = float(os.environ.get("HARNESS_RUN_IDLE_S", "300"))
+except ValueError:
+    HARNESS_RUN_IDLE_S = 0.0
+if not 0 < HARNESS_RUN_IDLE_S < float("inf"):
+    raise ImproperlyConfigured(
+        f"HARNESS_RUN_IDLE_S must be a number of seconds above 0, not {os.environ.get('HARNESS_RUN_IDLE_S')!r}"
+    )
 # A benchmark-only switch (tests/benchmarks/load.py's recording-off rows): runs are resolved as usual but nothing is
 # written. Never for a server people use: its runs exist nowhere.
 HARNESS_BENCH_NO_RECORD = os.environ.get("HARNESS_BENCH_NO_RECORD") == "1"
@@ -194,4 +209,6 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = HARNESS_API_MAX_BYTES
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+# A form sent without its CSRF token gets the dashboard's own 403 page, not Django's bare one.
+CSRF_FAILURE_VIEW = "harnessweb.views.csrf_failure"
 LOGOUT_REDIRECT_URL = "/login/"

@@ -45,8 +45,9 @@ def scenario_rows(q: str = "", tag: str = "") -> list[dict[str, Any]]:
 
     rows = Scenario.objects.annotate(
         last_status=Subquery(runs.order_by("-started_at").values("status")[:1]),
-        # A skipped run (CI's word for a test that did not run) counts neither way.
-        runs_finished=count(~Q(status__in=[Run.Status.RUNNING, Run.Status.SKIPPED])),
+        # A skipped run (CI's word for a test that did not run) counts neither way, nor an abandoned one (a
+        # conversation that stopped coming back: its client left, it did not fail).
+        runs_finished=count(~Q(status__in=[Run.Status.RUNNING, Run.Status.SKIPPED, Run.Status.ABANDONED])),
         runs_passed=count(Q(status=Run.Status.PASSED)),
     ).order_by("id")
     if q:

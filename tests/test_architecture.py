@@ -4,14 +4,17 @@ runs_app, only URLconfs import views, no module imports itself back, and each mo
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harnessweb", "runs_app", "scenarios_app")
-# No Django: the core (harnessweb.engine, below), the editor's form mapping, the resilience analysis, cassettes read
-# as streams and converted into scenarios.
+# No Django: the core (harnessweb.engine and harnessweb.judging, below), the editor's form mapping, the resilience
+# analysis, cassettes read as streams and converted into scenarios.
 PURE = (
     "harnessweb.text",
     "scenarios_app.editor.fields",
@@ -22,15 +25,14 @@ PURE = (
     "runs_app.overview.figures",  # the overview's figures and its chart's geometry, from rows
     "runs_app.live.waterfall",  # a run's timing as geometry, from its events
     "runs_app.live.worddiff",
-    "runs_app.judging.verdicts",  # the judge's prompt and parsing, its transcript of a run's events, its call
-    "runs_app.judging.transcript",
-    "runs_app.judging.client",
     "runs_app.ci.recordings",
     "runs_app.ci.messages",  # an uploaded conversation normalised to one shape
-    "runs_app.ci.call_events",  # a plugin call as the events the endpoint records
 )
-# Pure modules may lean on these third-party libraries, none of which reaches a database or a network.
-PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema"}
+# Pure modules may lean on these third-party libraries, none of which reaches a database or a network
+# (genai_prices: its price lookup reads the snapshot it ships; its updater, which fetches, is never started).
+PURE_LIBRARIES = {"orjson", "pydantic", "yaml", "jsonschema", "genai_prices"}
+# The server's stack, which neither pure modules nor the plugin import.
+DJANGO_STACK = {"django", "channels", "ninja", "daphne", "asgiref"}
 MAX_LINES = 460
 
 
@@ -49,8 +51,15 @@ def project_modules() -> dict[str, Path]:
 
 
 MODULES = project_modules()
-# Every module of the core (the engine, the protocols, the route table, scenario files) is pure too.
-PURE += tuple(sorted(name for name in MODULES if name == "harnessweb.engine" or name.startswith("harnessweb.engine.")))
+
+
+def modules_of(package: str) -> list[str]:
+    return sorted(name for name in MODULES if name == package or name.startswith(package + "."))
+
+
+# Every module of the core (the engine, the protocols, the route table, scenario files; the judge's prompt, parsing,
+# transcript and call) is pure too.
+PURE += (*modules_of("harnessweb.engine"), *modules_of("harnessweb.judging"))
 
 
 def imports_of(name: str) -> set[str]:
@@ -98,18 +107,52 @@ def test_it_keeps_the_engine_and_the_encoders_pure(name: str) -> None:
         if top in PACKAGES:
             assert imported in PURE, f"{name} imports {imported}, which is not pure"
         else:
-            assert top not in {"django", "channels", "ninja", "daphne", "asgiref"}, f"{name} imports {imported}"
+            assert top not in DJANGO_STACK, f"{name} imports {imported}"
             assert top in PURE_LIBRARIES or top in _stdlib(), f"{name} imports {imported}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("harnessweb.testing")))
+@pytest.mark.parametrize("name", modules_of("harnessweb.testing"))
 def test_it_keeps_the_plugin_free_of_django(name: str) -> None:
     # The plugin runs inside another project's test suite, which may be a Django project with its own settings.
     for imported in imports_of(name):
         top = imported.split(".")[0]
-        assert top not in {"django", "channels", "ninja", "daphne", "asgiref"}, f"{name} imports {imported}"
+        assert top not in DJANGO_STACK, f"{name} imports {imported}"
         if top in PACKAGES and imported not in PACKAGES:
             assert imported in PURE or imported.startswith("harnessweb.testing"), f"{name} imports {imported}"
+
+
+# What the core install ships (the engine, the judge's pure modules, the pytest plugin) runs where the server's
+# packages are not installed: imported into a fresh interpreter, none of them may bring in Django or a Django app.
+SERVER_STACK = DJANGO_STACK | {"runs_app", "scenarios_app"}
+CORE = {
+    "the plugin's entry point": ["harnessweb.testing.plugin"],
+    **{package: modules_of(package) for package in ("harnessweb.testing", "harnessweb.engine", "harnessweb.judging")},
+}
+# Imports each module named in turn and prints which of the server's modules each one brought in ("" for any there
+# before the first import); the static checks above miss what an import does at run time.
+IMPORT_EACH = """
+import importlib, json, sys
+stack = set(sys.argv[1].split(","))
+loaded = lambda: {m for m in sys.modules if m.split(".")[0] in stack}
+before, found = set(), {}
+for name in ["", *sys.argv[2:]]:
+    if name:
+        importlib.import_module(name)
+    now = loaded()
+    if now - before:
+        found[name] = sorted(now - before)
+    before = now
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("core", sorted(CORE))
+def test_it_keeps_the_core_install_free_of_the_server(core: str) -> None:
+    assert len(CORE[core]) >= 1
+    command = [sys.executable, "-c", IMPORT_EACH, ",".join(sorted(SERVER_STACK)), *CORE[core]]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {}
 
 
 def test_it_keeps_the_server_from_importing_the_plugin() -> None:

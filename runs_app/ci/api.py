@@ -35,6 +35,8 @@ from harnessweb.apikit import (
     read_uploads,
     store_items,
 )
+from harnessweb.judging.verdicts import CriterionVerdict
+from harnessweb.judging.verdicts import JudgeVerdict as Verdict
 from runs_app.ci import cassette_uploads, junit
 from runs_app.ci.cassettes import (
     CassetteFile,
@@ -44,11 +46,11 @@ from runs_app.ci.schemas import (
     CassetteOut,
     Instant,
     JUnitReportOut,
+    ListedStatus,
     RunDetailOut,
     RunFinishIn,
     RunIn,
     RunOut,
-    RunStatus,
     Str64,
     Str100,
     Str200,
@@ -60,8 +62,6 @@ from runs_app.ci.schemas import (
 )
 from runs_app.ci.trace_logs import store_trace_log
 from runs_app.judging import judge
-from runs_app.judging.verdicts import CriterionVerdict
-from runs_app.judging.verdicts import JudgeVerdict as Verdict
 from runs_app.lifecycle import Reported, next_status
 from runs_app.models import (
     Cassette,
@@ -85,7 +85,7 @@ ERRORS: dict[int, Any] = {404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
 
 class RunFilters(Schema):
     scenario: Str100 | None = None
-    status: RunStatus | None = None
+    status: ListedStatus | None = None
     source: Annotated[str, Field(max_length=20)] | None = None
     since: Instant | None = None
     test: Annotated[Str200, Field(description="Part of a CI or pytest run's test name")] | None = None

@@ -40,7 +40,7 @@ from harnessweb.apikit import (
 )
 from harnessweb.engine.pricing import MICRO
 from harnessweb.engine.redaction import first_secret, redact_text
-from runs_app.judging.verdicts import NoVerdict, parse_verdict
+from harnessweb.judging.verdicts import NoVerdict, parse_verdict
 from runs_app.pricing.costs import total_for, verdict_cost
 
 # -- field types -----------------------------------------------------------------------------------------------------
@@ -66,6 +66,8 @@ def _http_url(value: str) -> str:
 
 # "skipped": a test that did not run (the pytest plugin's skipped tests, or CI's), as final as passed or failed.
 RunStatus = Literal["running", "passed", "failed", "errored", "skipped"]
+# What a list can filter by: also the endpoint's own closing status, which CI never reports.
+ListedStatus = Literal["running", "passed", "failed", "errored", "skipped", "abandoned"]
 FinishedStatus = Literal["passed", "failed", "errored", "skipped"]
 
 
@@ -267,7 +269,7 @@ def judge_failure(verdict: VerdictIn) -> tuple[VerdictIn, str]:
     if verdict.skipped_reason.strip():
         return verdict, ""
     if verdict.overall is None and not verdict.criteria and verdict.raw_output.strip():
-        try:  # read as the judge itself reads its answer (runs_app.judging.verdicts)
+        try:  # read as the judge itself reads its answer (harnessweb.judging.verdicts)
             criteria, overall, summary = parse_verdict(verdict.raw_output)
         except NoVerdict:
             return verdict, "No parsable verdict in the judge's raw output."

@@ -35,10 +35,10 @@ from harnessweb.engine.redaction import redact_headers
 from harnessweb.engine.routes import SCENARIO_HEADER, UNMATCHED_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
-from runs_app.endpoint import cassette_replay, conversations, current, scripts
+from runs_app.endpoint import cassette_replay, conversations, current, inflight, scripts
 from runs_app.endpoint.connection import close_connection
 from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt, while_up
-from runs_app.lifecycle import Refused, Replied, next_status
+from runs_app.lifecycle import Refused, Replied, closes, next_status
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         body = await self._read_body(receive)
         if body is None:
             return
+        get_recorder().responding += 1  # (how the recorder chooses where to commit: recorder.py, _write)
         try:
             await self.handle(body)
         except ClientGone:
@@ -92,6 +93,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 elapsed = round((time.perf_counter() - self.started) * 1000, 3)
                 get_recorder().event(self.run, "client_disconnected", self.turn, {"after_ms": elapsed})
         finally:
+            get_recorder().responding -= 1
+            inflight.end(self.request_id)
             if self._disconnect is not None:
                 self._disconnect.cancel()
 
@@ -179,7 +182,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             self._mark()  # the last frame's time too: it is ready now, and goes out once its events are committed
             if i == last and finish is not None:
                 if live and self.run is not None:  # watchers see what the client has before the response's events
-                    await get_recorder().live(self.run, self.turn, live)
+                    await inflight.send(self, live)
                     live = []
                 await self._finish(finish)
             await self.send_body(frame, more_body=i != last)
@@ -187,7 +190,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if piece is not None and self.run is not None:
                 live.append(piece)
                 if time.perf_counter() - last_live >= LIVE_INTERVAL_S:
-                    await get_recorder().live(self.run, self.turn, live)
+                    await inflight.send(self, live)
                     live, last_live = [], time.perf_counter()
         if drop_after is not None:
             close_connection(self.base_send)
@@ -198,7 +201,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 await self._finish(finish)
             await self.send_body(b"")
         if live and self.run is not None:
-            await get_recorder().live(self.run, self.turn, live)
+            await inflight.send(self, live)
 
     def _mark(self) -> None:
         now = time.perf_counter()
@@ -399,11 +402,13 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             changes: dict[str, Any] = {"turns_served": served}
             skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
             ends_run = decision.completes_run or decision.mode != "scenario"
-            change = next_status(run.status, Replied(decision.problem, tuple(skipped), ends_run))
+            replied = Replied(decision.problem, tuple(skipped), ends_run, scripted_end=decision.completes_run)
+            change = next_status(run.status, replied)
             if change is not None:
                 changes.update(status=change.status, status_reason=change.reason)
-                if change.finished:
-                    changes["finished_at"] = timezone.now()
+                changes["finished_at"] = timezone.now() if change.finished else None  # (None: an abandoned run resumed)
+            if closes(replied):  # its conversation's next request starts a new run
+                changes["closed"] = True
             recorder.update(run, **changes)
 
         await self.send_out(out, finish)
