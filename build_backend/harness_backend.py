@@ -55,6 +55,9 @@ def site_files() -> dict[str, bytes]:
     ``harnessweb/site/...`` in a regular wheel, where the settings look for them first: an installed server has its
     pages (setuptools packages Python packages only)."""
     root = SOURCE.parent
+    missing = [folder for folder in ("templates", "static") if not (root / folder).is_dir()]
+    if missing:  # a wheel without them would serve no page: refuse to build it
+        raise FileNotFoundError(f"the wheel's pages are missing: {', '.join(missing)} not found in {root}")
     return {
         f"harnessweb/site/{path.relative_to(root).as_posix()}": path.read_bytes()
         for folder in ("templates", "static")

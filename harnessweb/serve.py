@@ -14,8 +14,8 @@ request itself, as it does under uvicorn, which never parses bodies.
 daphne runs Twisted on an asyncio loop it creates when ``daphne.server`` is imported (``asyncio.new_event_loop()``,
 then ``asyncioreactor.install``). With uvloop's policy set first that loop is uvloop's (as uvicorn's is): each of
 a stream's frames costs the loop about half as much, which is what keeps 1,000 paced streams on time when they
-start at once (tests/benchmarks/README.md, *Pacing under load*). Without uvloop (an install without the ``fast``
-extra) it is the standard loop, as before.
+start at once (tests/benchmarks/README.md, *Pacing under load*). The ``server`` extra installs uvloop (not on
+Windows, where it is the standard loop, as before).
 
 Twisted listens with a backlog of 50, and daphne's ``-b``/``-p`` build an endpoint string without one: 1,000
 clients connecting at once overflow it, and every dropped connection waits for the client's SYN to be sent again

@@ -37,6 +37,8 @@ SOURCES = (
     "harnessweb",
     "runs_app",
     "scenarios_app",
+    "templates",  # the dashboard's pages, which the build backend puts into the wheel
+    "static",
 )
 # The team's own pins: older than the versions constraints.txt holds, and our lower bounds (pyproject.toml), so the
 # bounds are the versions tested here. httpx is not ours at all: the plugin answers it in-process where it is there.
@@ -213,7 +215,7 @@ def served(wheel: Path, tmp_path: Path) -> Iterator[dict[str, object]]:
         log.close()
 
 
-def test_the_server_extra_serves_an_sdk_call_from_one_command(served: dict[str, object]) -> None:
+def test_the_server_extra_serves_an_sdk_call_from_one_command(served: dict[str, object], tmp_path: Path) -> None:
     assert set(served) == {"url", "token", "pid"}
     client = openai.OpenAI(base_url=f"{served['url']}/v1", api_key="sk-team", max_retries=0, timeout=20)
     reply = client.chat.completions.create(
@@ -228,3 +230,5 @@ def test_the_server_extra_serves_an_sdk_call_from_one_command(served: dict[str, 
     stylesheet = re.search(r'href="(/static/[^"]+\.css)"', page.text)
     assert stylesheet, page.text[:500]
     assert httpx.get(f"{served['url']}{stylesheet.group(1)}", timeout=20).status_code == 200
+    # The server extra brings uvloop, which make run's daphne runs on (harnessweb/serve.py says so at start).
+    assert "daphne on uvloop" in (tmp_path / "serve.log").read_text()
