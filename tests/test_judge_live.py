@@ -14,6 +14,7 @@ from runs_app.judging.judge import store_verdict
 from runs_app.models import JudgeBatch
 from tests.conftest import make_run
 from tests.test_live_consumers import ORIGIN, open_socket
+from tests.test_runs_list_filters import request_event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,3 +57,12 @@ async def test_it_sends_nothing_for_an_unknown_batch() -> None:
     socket = await open_socket("/ws/judge/999999/")
     assert await socket.receive_nothing(timeout=0.3)
     await socket.disconnect()
+
+
+@pytest.mark.django_db
+def test_the_progress_names_the_scenario_a_refused_run_asked_for() -> None:
+    run = make_run(scenario_id="", mode="scenario", status="errored")
+    request_event(run, {"x-harness-scenario": "chekout-flow"})
+    verdict = store_verdict(run, diagnostic_verdict("<b>garbage</b>", "no verdict in the judge's answer"))
+    batch = make_batch(total=1, done=1, verdict_ids=[verdict.pk])
+    assert [row["run_label"] for row in batches.progress_context(batch)["verdicts"]] == ["chekout-flow"]

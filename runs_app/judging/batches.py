@@ -25,6 +25,7 @@ from harnessweb.judging.verdicts import criteria_lines
 from runs_app.endpoint.recorder import broadcast
 from runs_app.judging.judge import configured, judge_run
 from runs_app.judging.models import CriteriaSet, JudgeBatch
+from runs_app.live.presenters import asked_scenario
 from runs_app.models import ApiToken, JudgeVerdict, Run
 from runs_app.review import rules as review
 
@@ -143,7 +144,8 @@ def progress_context(batch: JudgeBatch) -> dict[str, Any]:
                 "effective": effective,
                 "label": LABELS.get(effective, effective),
                 "passed": "{}/{}".format(*review.criteria_counts(verdict)),
-                "run_label": verdict.run.scenario_id or verdict.run.name or verdict.run.mode,
+                # A refused run has no scenario of its own: the id it asked for, as the run page and list say.
+                "run_label": asked_scenario(verdict.run) or verdict.run.name or verdict.run.mode,
                 "run_url": reverse("runs:detail", args=[verdict.run_id]),
                 "admin_url": reverse("admin:runs_app_judgeverdict_change", args=[verdict.pk]),
             }
