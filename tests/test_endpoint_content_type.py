@@ -44,6 +44,7 @@ REQUESTS = {
         "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict",
         {"anthropic_version": "vertex-2023-10-16", "max_tokens": 16, "messages": MESSAGES},
     ),
+    "harness": ("/harness/v1/generate", {"model": "m", "prompt": MESSAGES}),
 }
 
 
@@ -66,6 +67,8 @@ def error_message(protocol: str, body: dict[str, Any]) -> str:
     elif protocol in ("bedrock", "bedrock_claude"):  # the exception is named in x-amzn-ErrorType
         assert set(body) == {"message"}
         return body["message"]
+    elif protocol == "harness":
+        assert set(body["error"]) == {"message", "param", "requestId"}
     elif protocol in ("azure", "azure_completions"):
         assert body["error"]["code"] == "BadRequest" and set(body["error"]) == {"code", "message"}
     else:

@@ -1,7 +1,8 @@
 """The npm package for TypeScript teams (js/): `npm test --prefix js` builds it with its types (tsc) and runs its
 vitest proof (js/test/: a global set-up that starts `harness serve --fresh` through this virtualenv's Python, the
 node `openai` and `@anthropic-ai/sdk` clients built from the environment alone, setResponse / setError / scenarios,
-the calls read back, per-test runs under parallel workers). vitest's JSON report says how many tests passed.
+the calls read back, per-test runs under parallel workers; the AI SDK test provider under AI SDK 5's and 6's
+generateText and streamText). vitest's JSON report says how many tests passed.
 
 Without `node` on the machine the node test is not collected (as tests/test_clients_node.py); the README's "From
 TypeScript" page is checked against the proof's own files either way."""
@@ -23,15 +24,27 @@ NODE = shutil.which("node")
 NPM = shutil.which("npm")
 # Every test of js/test/*.test.ts: a test added there is counted here too.
 EXPECTED_TESTS = {
+    "ai-sdk-v5.test.ts": 8,
+    "ai-sdk-v6.test.ts": 5,
     "anthropic.test.ts": 6,
     "isolation-a.test.ts": 1,
     "isolation-b.test.ts": 1,
     "openai.test.ts": 9,
+    "research-agent.test.ts": 1,
     "start.test.ts": 4,
     "weather.test.ts": 1,
 }
+# The modules tsc builds to JavaScript and declarations.
+BUILT_MODULES = ("index", "server", "run", "calls", "vitest", "provider")
 # The README's "From TypeScript" code blocks are these files, whole.
-README_FILES = ["vitest.config.ts", "global-setup.ts", "scenarios/weather.json", "weather.test.ts"]
+README_FILES = [
+    "vitest.config.ts",
+    "global-setup.ts",
+    "scenarios/weather.json",
+    "weather.test.ts",
+    "scenarios/seed-000.json",
+    "research-agent.test.ts",
+]
 
 
 def test_the_readme_page_shows_the_files_the_proof_runs() -> None:
@@ -86,5 +99,5 @@ else:
         counts = {Path(f["name"]).name: len(f["assertionResults"]) for f in result["testResults"]}
         assert counts == EXPECTED_TESTS
         assert result["numPassedTests"] == sum(EXPECTED_TESTS.values()) == result["numTotalTests"]
-        for module in ("index", "server", "run", "calls", "vitest"):  # tsc built JavaScript and declarations
+        for module in BUILT_MODULES:
             assert (JS / "dist" / f"{module}.js").is_file() and (JS / "dist" / f"{module}.d.ts").is_file()

@@ -218,8 +218,9 @@ def test_it_streams_redacted_thinking_whole_in_its_block_start_with_no_deltas() 
     assert not [p for p in encoded.pieces if p is not None and p.block in (1, 2)]
 
 
-# Claude on Vertex AI and on Bedrock speaks Anthropic's Messages, redacted thinking too.
-ANTHROPICS = ("anthropic", "vertex_claude", "bedrock_claude")
+# Claude on Vertex AI and on Bedrock speaks Anthropic's Messages, redacted thinking too; the harness's own protocol
+# gives it as the AI SDK's Anthropic provider does (providerMetadata.anthropic.redactedData), as seed 000 reads it.
+ANTHROPICS = ("anthropic", "vertex_claude", "bedrock_claude", "harness")
 
 
 @pytest.mark.parametrize("protocol", [w.PROTOCOL for w in wire.WIRES if w.PROTOCOL not in ANTHROPICS])

@@ -142,6 +142,27 @@ def _bedrock() -> dict[str, Any]:
     }
 
 
+def _harness() -> dict[str, Any]:
+    call = {"type": "tool-call", "toolCallId": "call_1", "toolName": "lookup", "input": ARGS}
+    result = {
+        "type": "tool-result",
+        "toolCallId": "call_1",
+        "toolName": "lookup",
+        "output": {"type": "text", "value": RESULT},
+    }
+    return {
+        "model": "harness-sweep",
+        "prompt": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": [{"type": "text", "text": "first"}]},
+            {"role": "assistant", "content": [call]},
+            {"role": "tool", "content": [result]},
+            {"role": "user", "content": [{"type": "text", "text": USER}]},
+        ],
+        "tools": [{"name": "lookup", "description": TOOL, "input_schema": SCHEMA}],
+    }
+
+
 # A body per protocol, each carrying the keys in every field it has. A protocol added to the route table without
 # one here fails the sweep (test_every_served_protocol_has_a_body): add its body.
 BODIES: dict[str, Callable[[], dict[str, Any]]] = {
@@ -157,6 +178,7 @@ BODIES: dict[str, Callable[[], dict[str, Any]]] = {
     "vertex": _gemini,
     "cohere": _cohere,
     "bedrock": _bedrock,
+    "harness": _harness,
 }
 # How a protocol whose path says it asks for a stream (the rest say it with "stream": true in the body).
 STREAMED_PATHS = {

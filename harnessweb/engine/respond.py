@@ -104,7 +104,10 @@ def failure_outgoing(
     wire: Any, failure: Failure, decision: Decision, request: ChatRequest, request_id: str, timeout_hold_ms: int
 ) -> Outgoing:
     """A failure as the provider (or the network) gives it: a held timeout, a connection cut halfway through the
-    answer, a body the client cannot parse, or the provider's error with its retry headers."""
+    answer, a body the client cannot parse, or the provider's error with its retry headers; a protocol that says
+    its failures as data (``FAILURES_AS_DATA``: the harness's own, whose model acts them out) says each at once."""
+    if getattr(wire, "FAILURES_AS_DATA", False):
+        return Outgoing(wire.encode_failure(failure, request_id))
     if failure.status == "timeout":
         hold = failure.retry_after_ms if failure.retry_after_ms is not None else timeout_hold_ms
         return Outgoing(wire.encode_failure(failure, request_id), hold_ms=hold)

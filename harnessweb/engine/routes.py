@@ -2,8 +2,8 @@
 path nothing serves, 405 for a method a path does not take) that names what is served. Pure.
 
 Every path under ``/v1/``, ``/v1beta/``, ``/v1beta1/`` (Vertex AI's), ``/openai/`` (Azure's), ``/v2/``
-(Cohere's) and ``/model/`` (Amazon Bedrock's) comes here, so a client that calls something we do not serve gets
-JSON in its provider's error format, never an HTML page.
+(Cohere's), ``/model/`` (Amazon Bedrock's) and ``/harness/`` (the harness's own) comes here, so a client that calls
+something we do not serve gets JSON in its provider's error format, never an HTML page.
 """
 
 from __future__ import annotations
@@ -17,9 +17,20 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from harnessweb.engine import wire
-from harnessweb.engine.wire import anthropic, azure, bedrock, cohere, gemini, openai, responses, vertex, vertex_claude
+from harnessweb.engine.wire import (
+    anthropic,
+    azure,
+    bedrock,
+    cohere,
+    gemini,
+    harness,
+    openai,
+    responses,
+    vertex,
+    vertex_claude,
+)
 
-PREFIXES = ("/v1/", "/v1beta/", "/openai/", "/v1beta1/", "/v2/", "/model/")  # Vertex AI; Cohere; Amazon Bedrock
+PREFIXES = ("/v1/", "/v1beta/", "/openai/", "/v1beta1/", "/v2/", "/model/", "/harness/")  # … the npm provider's
 # What the fake endpoints read from a request beyond the provider's own protocol, for the server and the plugin alike.
 RUN_HEADER = "x-harness-run"  # the run a request belongs to
 SCENARIO_HEADER = "x-harness-scenario"  # the scenario it plays
@@ -116,6 +127,8 @@ def error_wire(path: str, headers: Mapping[str, str]) -> ModuleType:
         return cohere
     if path.startswith("/model/"):  # Amazon Bedrock's runtime: Converse and InvokeModel alike
         return bedrock
+    if path.startswith("/harness/"):  # the harness's own protocol (the npm package's AI SDK provider)
+        return harness
     google_client = "x-goog-api-key" in headers or "x-goog-api-client" in headers
     if path.startswith("/v1beta/") or re.match(r"/v1/models/[^/]+:", path) or google_client:
         return gemini

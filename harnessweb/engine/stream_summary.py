@@ -1,7 +1,8 @@
 """Seed 003's ``StreamSummary`` of one HTTP response, from its bytes, on every protocol the harness speaks.
 
 :func:`summarize` reads a response body (Chat Completions, Messages, Responses, Gemini, Cohere and
-legacy-completions streams; their non-streamed JSON bodies; any provider's JSON error) into the events a streaming
+legacy-completions streams; their non-streamed JSON bodies; the harness's own JSON answer; any provider's JSON
+error) into the events a streaming
 client sees (start, text/thinking/tool-call start, delta and end, done, error) and folds them the way the seed's
 ``summarize_events`` does: the timeline, the accumulated text and thinking, the finished tool calls, the stop
 reason, and the error that stopped the stream. Runs and cassettes are both summarised by it, so the two compare
@@ -233,6 +234,25 @@ def _cohere(f: Folder, payload: dict[str, Any], whole: bool) -> None:
         f.done()
 
 
+def _harness(f: Folder, payload: dict[str, Any], whole: bool) -> None:
+    """The harness's own answer (the AI SDK provider's): one JSON body of the specification's content parts."""
+    f.start()
+    for index, part in enumerate(payload.get("content") or []):
+        meta = (part.get("providerMetadata") or {}).get("anthropic") or {}
+        if part.get("type") == "text":
+            f.text(part.get("text") or "", index)
+        elif part.get("type") == "reasoning" and meta.get("redactedData"):
+            f.redacted_thinking(meta["redactedData"], index)
+        elif part.get("type") == "reasoning":
+            f.thinking(part.get("text") or "", index, meta.get("signature") or "")
+        elif part.get("type") == "tool-call":
+            f.tool_call(index, part.get("toolCallId") or "", part.get("toolName") or "", part.get("input") or "")
+        f.close()
+    f.finish({"tool-calls": "tool_calls"}.get(payload.get("finishReason") or "", payload.get("finishReason")))
+    f.s.usage = payload.get("usage")
+    f.done()
+
+
 _READERS = {
     "anthropic": _anthropic,
     "openai": _openai,
@@ -245,6 +265,7 @@ _READERS = {
     "cohere": _cohere,
     "bedrock": stream_bedrock.converse,  # its event streams: stream_bedrock.event_stream
     "bedrock_claude": _anthropic,
+    "harness": _harness,
 }
 
 
@@ -273,6 +294,8 @@ def detect(payload: Any) -> str:
         return "gemini"
     if "output" in payload and "stopReason" in payload:
         return "bedrock"
+    if "finishReason" in payload and isinstance(payload.get("content"), list):
+        return "harness"
     return ""
 
 

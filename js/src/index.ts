@@ -17,3 +17,15 @@ export {
 export type { FailureKind, ResponseSpec, ScenarioSpec } from "./run.js";
 export { AssertionError, assertCalledWith, callFromRecord, differences } from "./calls.js";
 export type { Call, CallError, CallMessage, CallRecord, RunCalls, Wanted } from "./calls.js";
+export { createHarnessProvider, GENERATE_PATH, HarnessCallError, PROVIDER_NAME, streamParts } from "./provider.js";
+export type {
+  HarnessCallOptions,
+  HarnessContent,
+  HarnessLanguageModelV2,
+  HarnessLanguageModelV3,
+  HarnessModelSettings,
+  HarnessProvider,
+  HarnessProviderOptions,
+  HarnessStreamPart,
+  HarnessStreamPartV3,
+} from "./provider.js";

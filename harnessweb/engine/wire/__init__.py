@@ -27,6 +27,7 @@ from harnessweb.engine.wire import (
     cohere,
     completions,
     gemini,
+    harness,
     openai,
     responses,
     vertex,
@@ -35,7 +36,7 @@ from harnessweb.engine.wire import (
 
 WIRES: tuple[ModuleType, ...] = (
     openai, anthropic, responses, completions, gemini, azure, azure_completions, vertex, vertex_claude, cohere,
-    bedrock, bedrock_claude,
+    bedrock, bedrock_claude, harness,
 )  # fmt: skip
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 
