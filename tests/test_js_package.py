@@ -1,8 +1,10 @@
 """The npm package for TypeScript teams (js/): `npm test --prefix js` builds it with its types (tsc) and runs its
 vitest proof (js/test/: a global set-up that starts `harness serve --fresh` through this virtualenv's Python, the
 node `openai` and `@anthropic-ai/sdk` clients built from the environment alone, setResponse / setError / scenarios,
-the calls read back, per-test runs under parallel workers; the AI SDK test provider under AI SDK 5's and 6's
-generateText and streamText). vitest's JSON report says how many tests passed.
+the calls read back, per-test runs under parallel workers; the AI SDK test provider under AI SDK 5's, 6's and 7's
+generateText and streamText; seed 001's flow: trace logs per turn, artifacts, the judge over REST, skipped without a
+key; seed 000's scenario module exported by `npx harnessweb export-scenarios`, checked by `harness check`, played).
+vitest's JSON report says how many tests passed.
 
 Without `node` on the machine the node test is not collected (as tests/test_clients_node.py); the README's "From
 TypeScript" page is checked against the proof's own files either way."""
@@ -26,22 +28,32 @@ NPM = shutil.which("npm")
 EXPECTED_TESTS = {
     "ai-sdk-v5.test.ts": 8,
     "ai-sdk-v6.test.ts": 5,
+    "ai-sdk-v7.test.ts": 9,
     "anthropic.test.ts": 6,
+    "export-scenarios.test.ts": 4,
     "isolation-a.test.ts": 1,
     "isolation-b.test.ts": 1,
+    "mcp.test.ts": 2,
     "openai.test.ts": 9,
     "research-agent.test.ts": 1,
+    "seed-001.test.ts": 2,
     "start.test.ts": 4,
+    "tls.test.ts": 2,
     "weather.test.ts": 1,
 }
 # The modules tsc builds to JavaScript and declarations.
-BUILT_MODULES = ("index", "server", "run", "calls", "vitest", "provider")
+BUILT_MODULES = (
+    "index", "server", "run", "calls", "vitest", "provider", "provider-spec", "judge", "tracelogs", "scenarios", "cli"
+)  # fmt: skip
 # The README's "From TypeScript" code blocks are these files, whole.
 README_FILES = [
     "vitest.config.ts",
     "global-setup.ts",
     "scenarios/weather.json",
     "weather.test.ts",
+    "scenarios/grocery-list.json",
+    "seed-001.test.ts",
+    "scenarios/test-llm-scenarios.ts",
     "scenarios/seed-000.json",
     "research-agent.test.ts",
 ]
@@ -76,7 +88,9 @@ else:
     def test_the_package_builds_with_its_types_and_its_vitest_suite_passes(tmp_path: Path) -> None:
         npm_ci_if_needed()
         report = tmp_path / "vitest.json"
+        # A suite of its own, and seed 001's judge skipping: a judge key in the shell would call a paid model.
         env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_URL", "HARNESS_TOKEN")}
+        env = {k: v for k, v in env.items() if not k.startswith("HARNESS_JUDGE_")}
         env["HARNESS_PYTHON"] = sys.executable  # the global set-up starts `python -m harnessweb serve --fresh`
         done = subprocess.run(
             [NPM or "npm", "test", "--", "--reporter=json", f"--outputFile={report}"],

@@ -528,7 +528,7 @@ def test_it_exports_a_camelcase_seed_file_as_canonical_snake_case(tmp_path: Path
     exported = json.loads(text)
     assert exported["system_prompt_must_include"] == ["You are a test agent"]
     first, second = exported["turns"]
-    assert first["failure_status"] == "network_error"
+    assert first["failure_throws"] is True
     assert first["usage"] == {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
     assert first["finish_reason"] == "tool-calls"
     assert first["response"]["tool_calls"] == [{"tool_name": "search", "arguments": {"q": "harness"}}]

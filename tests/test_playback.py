@@ -546,11 +546,15 @@ def test_it_has_no_failure_without_failures_before_success():
     assert decision.failures_before_success == 0
 
 
-def test_it_reads_the_seed_failure_throws_as_a_network_error():
+def test_it_plays_the_seed_failure_throws_as_a_thrown_network_error():
     turn = {"turn": 1, "response": {"kind": "text", "assistantText": "x"}, "failuresBeforeSuccess": 1}
     turn |= {"failureThrows": True, "failureStatus": "rate_limit", "failureMessage": "boom"}
     failure = make_decision(make_scenario("demo", [turn])).failure
-    assert failure == Failure("network_error", "boom", True, None)
+    assert failure == Failure("network_error", "boom", True, None, throws=True)
+    unnamed = make_decision(make_scenario("demo", [turn | {"failureMessage": None}])).failure
+    assert unnamed is not None and unnamed.message == "Simulated failure"  # the seed's own default
+    scripted = make_decision(make_scenario("demo", [turn | {"failureThrows": False}])).failure
+    assert scripted == Failure("rate_limit", "boom", True, 1000)
 
 
 def test_it_completes_the_run_on_the_last_turn_even_with_failures_first():

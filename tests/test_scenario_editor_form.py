@@ -98,6 +98,20 @@ def test_it_round_trips_pacing_match_and_final_reports() -> None:
     assert scenario.canonical() == canonical
 
 
+def test_it_round_trips_a_thrown_failure_through_its_checkbox() -> None:
+    thrown = {"turn": 1, "failures_before_success": 1, "failure_throws": True, "failure_message": "boom"}
+    canonical = make_data(turns=[thrown | {"response": {"kind": "text", "assistant_text": "Recovered."}}])
+    posted = make_post(canonical)
+    assert posted["turns-0-failure_throws"] == "on"
+
+    scenario, errors = mapping.validate_state(fields.parse_form(posted))
+
+    assert errors == {}
+    assert scenario.canonical() == canonical
+    del posted["turns-0-failure_throws"]  # unchecked: not thrown
+    assert mapping.validate_state(fields.parse_form(posted))[0].turns[0].failure_throws is None
+
+
 def test_it_reads_flat_names_into_nested_state() -> None:
     state = fields.parse_form(
         {

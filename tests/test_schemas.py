@@ -103,7 +103,7 @@ def test_it_leaves_usage_to_be_counted_unless_set() -> None:
     assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (None, 5, None)
 
 
-def test_it_turns_failure_throws_into_a_network_error_whatever_the_status_said() -> None:
+def test_it_reads_failure_throws_as_its_own_setting_beside_the_status() -> None:
     scenario = Scenario.model_validate(
         {
             "id": "throws",
@@ -114,8 +114,17 @@ def test_it_turns_failure_throws_into_a_network_error_whatever_the_status_said()
             ],
         }
     )
-    assert [t.failure_status for t in scenario.turns] == ["network_error", "network_error", "timeout"]
-    assert "failure_throws" not in str(scenario.canonical())
+    assert [(t.failure_throws, t.failure_status) for t in scenario.turns] == [
+        (True, "rate_limit"),
+        (True, "model_error"),
+        (None, "timeout"),
+    ]
+    canonical = scenario.canonical()
+    assert [t.get("failure_throws") for t in canonical["turns"]] == [True, True, None]  # false is left out
+    assert Scenario.model_validate(canonical) == scenario
+    assert "failure_throws: Input should be a valid boolean" in errors_of(
+        {"id": "bad", "turns": [text_turn(failureThrows="sometimes")]}
+    )
 
 
 def test_it_reads_the_signature_from_anthropic_provider_metadata() -> None:

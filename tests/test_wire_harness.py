@@ -175,7 +175,7 @@ def test_a_validation_failure_is_served_as_the_failure_report() -> None:
 
 
 def test_a_thrown_failure_and_a_status_are_said_as_data_with_their_http_status() -> None:
-    thrown = harness.encode_failure(failure_of("network_error", "boom"))
+    thrown = harness.encode_failure(failure_of("network_error", "boom", throws=True))
     assert thrown.status == 500
     assert orjson.loads(thrown.body) == {
         "status": "network_error",
@@ -193,6 +193,41 @@ def test_a_thrown_failure_and_a_status_are_said_as_data_with_their_http_status()
         "retryAfterMs": 2500,
         "throws": False,
     }
+
+
+def test_seed_000_s_failure_throws_is_thrown_here_and_a_dropped_connection_elsewhere() -> None:
+    decision, _ = played(make_body(prompt=second_turn()))
+    assert decision.failure is not None and decision.failure.throws
+    said = orjson.loads(harness.encode_failure(decision.failure).body)
+    assert (said["status"], said["message"], said["throws"]) == ("network_error", "boom", True)
+    openai = BY_NAME["openai"]
+    request = openai.parse_request({"model": "m", "messages": [{"role": "user", "content": "seed-000-flow"}]})
+    dropped = respond.failure_outgoing(openai, decision.failure, decision, request, "r", 30_000)
+    assert dropped.drop_after is not None  # what a scripted network_error does on every HTTP protocol
+
+
+def test_a_scripted_network_error_is_not_thrown() -> None:
+    turn = {"turn": 1, "failuresBeforeSuccess": 1, "failureStatus": "network_error", "failureMessage": "cut"}
+    scenario = Scenario.model_validate(
+        {"id": "dropped", "turns": [turn | {"response": {"kind": "text", "assistantText": "x"}}]}
+    )
+    body = make_body(prompt=[{"role": "user", "content": [{"type": "text", "text": "dropped"}]}], tools=[])
+    decision = decide(Catalog.build([scenario]), harness.parse_request(body), signature_key=KEY)
+    assert decision.failure is not None and not decision.failure.throws
+    said = orjson.loads(harness.encode_failure(decision.failure).body)
+    assert (said["status"], said["message"], said["throws"]) == ("network_error", "cut", False)
+
+
+def test_ai_sdk_7_s_reasoning_files_and_custom_parts_are_read_past() -> None:
+    prompt = second_turn()
+    prompt[2]["content"][:0] = [
+        {"type": "reasoning-file", "mediaType": "image/png", "data": {"type": "data", "data": "iVBORw0K"}},
+        {"type": "custom", "kind": "openai.compaction", "providerOptions": {"openai": {"id": "c1"}}},
+    ]
+    request = harness.parse_request(make_body(prompt=prompt))
+    assert request.messages[1].text == "Searching." and request.messages[1].call_ids == ("call-search",)
+    with pytest.raises(WireError, match=r"prompt\.1\.content\.0\.type: a user message has no 'custom' part"):
+        harness.parse_request(make_body(prompt=[prompt[0], {"role": "user", "content": [prompt[2]["content"][1]]}]))
 
 
 @pytest.mark.parametrize("kind", ["timeout", "network_error", "invalid_json_in_stream", "slow_first_byte"])

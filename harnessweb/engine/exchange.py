@@ -180,6 +180,7 @@ class Failure:
     retry_after_ms: int | None
     error: dict[str, Any] | None = None
     http_status: int | None = None  # overrides the kind's own status
+    throws: bool = False  # thrown inside the client (failure_throws): said so on the harness's own protocol
 
 
 # ``failures_before_success: "always"``: a count no run reaches.

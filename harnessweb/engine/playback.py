@@ -239,18 +239,22 @@ def failure_of(
     retry_after_ms: int | None = None,
     error: dict[str, Any] | None = None,
     http_status: int | None = None,
+    throws: bool = False,
 ) -> Failure:
     """A failure of one of the schema's kinds, with the default message and (for a rate limit) ``Retry-After``."""
     if status == "rate_limit" and retry_after_ms is None:
         retry_after_ms = 1000
     default = _DEFAULT_FAILURE_MESSAGES.get(status, f"Simulated failure: {status}")
-    return Failure(status, message or default, retryable, retry_after_ms, error, http_status)
+    return Failure(status, message or default, retryable, retry_after_ms, error, http_status, throws)
 
 
 def _failure(step: ScenarioTurn) -> Failure:
+    # Seed 000 throws Error(failureMessage ?? "Simulated failure") from its provider: on the wire, a dropped connection.
+    thrown = bool(step.failure_throws)
     return failure_of(
-        step.failure_status,
-        step.failure_message,
+        "network_error" if thrown else step.failure_status,
+        step.failure_message or ("Simulated failure" if thrown else None),
+        throws=thrown,
         retryable=step.failure_retryable,
         retry_after_ms=step.failure_retry_after_ms,
         error=step.failure_error,

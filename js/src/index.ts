@@ -14,7 +14,11 @@ export {
   RUN_KEY_PREFIX,
   runEnv,
 } from "./run.js";
-export type { FailureKind, ResponseSpec, ScenarioSpec } from "./run.js";
+export type { FailureKind, JudgedVerdict, ResponseSpec, RunOptions, ScenarioSpec, StoredArtifact } from "./run.js";
+export type { CriterionVerdict, JudgeCriteria, Verdict } from "./judge.js";
+export type { TraceOutcome, TurnLog } from "./tracelogs.js";
+export { loadScenarioModule, ScenarioModuleError, writeScenarioFiles } from "./scenarios.js";
+export type { ScenarioDefinition, ScenarioStepResponse, ScenarioTurn, ToolCallSpec } from "./scenarios.js";
 export { AssertionError, assertCalledWith, callFromRecord, differences } from "./calls.js";
 export type { Call, CallError, CallMessage, CallRecord, RunCalls, Wanted } from "./calls.js";
 export { createHarnessProvider, GENERATE_PATH, HarnessCallError, PROVIDER_NAME, streamParts } from "./provider.js";
@@ -23,9 +27,13 @@ export type {
   HarnessContent,
   HarnessLanguageModelV2,
   HarnessLanguageModelV3,
+  HarnessLanguageModelV4,
   HarnessModelSettings,
   HarnessProvider,
   HarnessProviderOptions,
+  HarnessReasoningLevel,
+  HarnessSpecificationVersion,
   HarnessStreamPart,
   HarnessStreamPartV3,
-} from "./provider.js";
+  HarnessStreamPartV4,
+} from "./provider-spec.js";

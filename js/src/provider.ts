@@ -1,134 +1,42 @@
 /**
  * The AI SDK test provider (seed 000's `test-llm`) over the harness's engine: `createHarnessProvider(...)` gives
- * language models of the AI SDK's specification (V2 for AI SDK 5, V3 for AI SDK 6) that send each call to the harness's own endpoint
- * (`POST /harness/v1/generate`: the prompt, tools and settings as the call options carry them) and turn the engine's
- * answer into seed 000's result and stream parts. The scenarios are the server's: a call plays the one its first
- * user message names (or the `scenario` asked for), is checked as the seed checks it (system prompt fragments,
- * expected tools, temperature, topP, reasoning: a failed check is the seed's failure report), and is recorded in the
- * run like any other call. A turn's failures come back as data: a thrown one (`failureThrows`) rejects with
- * `Error(failureMessage)`, one with a status with an `APICallError` the SDK's own retry (`maxRetries`) reads.
+ * language models of the AI SDK's specification (V2 for AI SDK 5, V3 for AI SDK 6, V4 for AI SDK 7; the types in
+ * `provider-spec.ts`) that send each call to the harness's own endpoint (`POST /harness/v1/generate`: the prompt,
+ * tools and settings as the call options carry them) and turn the engine's answer into seed 000's result and stream
+ * parts. The scenarios are the server's: a call plays the one its first user message names (or the `scenario` asked
+ * for), is checked as the seed checks it (system prompt fragments, expected tools, temperature, topP, reasoning: a
+ * failed check is the seed's failure report), and is recorded in the run like any other call. A turn's failures come
+ * back as data: a thrown one (`failureThrows`) rejects with `Error(failureMessage)`, a `network_error` with the
+ * `APICallError` the SDK gives a connection that failed, one with a status with an `APICallError` of that status;
+ * the SDK's own retry (`maxRetries`) reads the last two.
  *
- * The specification's types are written out here (the parts this model uses), so the package needs no runtime
- * dependency: the models are structurally the SDK's own `LanguageModelV2` and `LanguageModelV3`. V3 differs in
- * its finish reason (`{ unified, raw }`) and usage (`inputTokens: { total, noCache, cacheRead, cacheWrite }`,
- * `outputTokens: { total, text, reasoning }`), on the result and on the stream's `finish` part; the rest is the same.
+ * One model makes the calls (V2's shapes); V3 and V4 are the same model with their finish reason and usage.
  */
 
+import type {
+  HarnessCallOptions,
+  HarnessContent,
+  HarnessFinishReason,
+  HarnessFinishReasonV3,
+  HarnessLanguageModelOf,
+  HarnessLanguageModelV2,
+  HarnessLanguageModelV3,
+  HarnessLanguageModelV4,
+  HarnessModelSettings,
+  HarnessProvider,
+  HarnessProviderOptions,
+  HarnessSpecificationVersion,
+  HarnessStreamPart,
+  HarnessStreamPartV3,
+  HarnessUsage,
+  HarnessUsageV3,
+} from "./provider-spec.js";
 import { RUN_HEADER, RUN_KEY_PREFIX } from "./run.js";
 
 export const PROVIDER_NAME = "harness";
 export const GENERATE_PATH = "/harness/v1/generate";
 export const SCENARIO_HEADER = "X-Harness-Scenario";
-
-type JsonValue = null | string | number | boolean | JsonObject | JsonValue[];
-type JsonObject = { [key: string]: JsonValue };
-type ProviderMetadata = Record<string, Record<string, JsonValue>>;
-type JsonSchema = Record<string, unknown>;
-
-/** What the AI SDK passes a language model's `doGenerate` / `doStream` (the fields this model reads). */
-export interface HarnessCallOptions {
-  prompt: Array<{ role: "system" | "user" | "assistant" | "tool"; content: unknown }>;
-  maxOutputTokens?: number;
-  temperature?: number;
-  stopSequences?: string[];
-  topP?: number;
-  responseFormat?: { type: "text" } | { type: "json"; schema?: JsonSchema; name?: string; description?: string };
-  tools?: Array<{ type: "function"; name: string; description?: string; inputSchema: JsonSchema } | { type: string; name: string }>;
-  toolChoice?: { type: "auto" | "none" | "required" } | { type: "tool"; toolName: string };
-  abortSignal?: AbortSignal;
-  headers?: Record<string, string | undefined>;
-  providerOptions?: Record<string, Record<string, unknown>>;
-}
-
-export type HarnessContent =
-  | { type: "text"; text: string }
-  | { type: "reasoning"; text: string; providerMetadata?: ProviderMetadata }
-  | { type: "tool-call"; toolCallId: string; toolName: string; input: string };
-
-export type HarnessFinishReason = "stop" | "length" | "tool-calls";
-
-export interface HarnessUsage {
-  inputTokens: number | undefined;
-  outputTokens: number | undefined;
-  totalTokens: number | undefined;
-}
-
-export type HarnessStreamPart =
-  | { type: "stream-start"; warnings: never[] }
-  | { type: "text-start" | "text-end"; id: string }
-  | { type: "text-delta"; id: string; delta: string }
-  | { type: "reasoning-start" | "reasoning-end"; id: string; providerMetadata?: ProviderMetadata }
-  | { type: "reasoning-delta"; id: string; delta: string; providerMetadata?: ProviderMetadata }
-  | { type: "tool-call"; toolCallId: string; toolName: string; input: string }
-  | { type: "finish"; finishReason: HarnessFinishReason; usage: HarnessUsage };
-
-export interface HarnessGenerateResult {
-  content: HarnessContent[];
-  finishReason: HarnessFinishReason;
-  usage: HarnessUsage;
-  warnings: never[];
-  request: { body: unknown };
-  response: { id: string; modelId: string; headers: Record<string, string> };
-}
-
-/** A language model of the AI SDK's specification V2 (AI SDK 5). */
-export interface HarnessLanguageModelV2 {
-  readonly specificationVersion: "v2";
-  readonly provider: string;
-  readonly modelId: string;
-  readonly supportedUrls: Record<string, RegExp[]>;
-  doGenerate(options: HarnessCallOptions): Promise<HarnessGenerateResult>;
-  doStream(options: HarnessCallOptions): Promise<{ stream: ReadableStream<HarnessStreamPart>; request: { body: unknown } }>;
-}
-
-export interface HarnessUsageV3 {
-  inputTokens: { total: number | undefined; noCache: number | undefined; cacheRead: undefined; cacheWrite: undefined };
-  outputTokens: { total: number | undefined; text: number | undefined; reasoning: undefined };
-}
-
-export interface HarnessFinishReasonV3 {
-  unified: HarnessFinishReason;
-  raw: string | undefined;
-}
-
-export type HarnessStreamPartV3 =
-  | Exclude<HarnessStreamPart, { type: "finish" }>
-  | { type: "finish"; finishReason: HarnessFinishReasonV3; usage: HarnessUsageV3 };
-
-/** A language model of the AI SDK's specification V3 (AI SDK 6). */
-export interface HarnessLanguageModelV3 {
-  readonly specificationVersion: "v3";
-  readonly provider: string;
-  readonly modelId: string;
-  readonly supportedUrls: Record<string, RegExp[]>;
-  doGenerate(
-    options: HarnessCallOptions,
-  ): Promise<Omit<HarnessGenerateResult, "usage" | "finishReason"> & { usage: HarnessUsageV3; finishReason: HarnessFinishReasonV3 }>;
-  doStream(options: HarnessCallOptions): Promise<{ stream: ReadableStream<HarnessStreamPartV3>; request: { body: unknown } }>;
-}
-
-export interface HarnessProviderOptions {
-  /** The harness's base URL; else the run's, else `HARNESS_URL`. */
-  url?: string;
-  /** The API key the models send (`Authorization: Bearer ...`); else the run's `harness-run-<id>` key. */
-  token?: string;
-  /** The run the calls belong to: a test's harness (`HarnessRun`: its URL and key too), or a run id. */
-  run?: { id: string; url: string } | string;
-  /** The scenario every call plays (`X-Harness-Scenario`); else the first user message names it, as in seed 000. */
-  scenario?: string;
-}
-
-export interface HarnessModelSettings {
-  /** The scenario this model's calls play. */
-  scenario?: string;
-  /** Ask for reasoning (the seed's `expectedReasoning` checks it); also `providerOptions: { harness: { reasoning } }`. */
-  reasoning?: boolean;
-}
-
-export interface HarnessProvider<Model = HarnessLanguageModelV2> {
-  (modelId: string, settings?: HarnessModelSettings): Model;
-  languageModel(modelId: string, settings?: HarnessModelSettings): Model;
-}
+const SPECIFICATION_VERSIONS: readonly HarnessSpecificationVersion[] = ["v2", "v3", "v4"];
 
 /** A failure of the harness's endpoint (a turn's failure with a status, or an error): the SDK's `APICallError` by
  * its markers, so the SDK's retry reads `isRetryable` and the retry-after headers. */
@@ -185,7 +93,10 @@ interface Answer {
 }
 
 /** The provider: `provider(id)` or `provider.languageModel(id)`, with the model's settings; its models are V2 (AI
- * SDK 5, seed 000's own), or V3 (AI SDK 6) with `specificationVersion: "v3"`. */
+ * SDK 5, seed 000's own), V3 (AI SDK 6) with `specificationVersion: "v3"`, or V4 (AI SDK 7) with `"v4"`. */
+export function createHarnessProvider(
+  options: HarnessProviderOptions & { specificationVersion: "v4" },
+): HarnessProvider<HarnessLanguageModelV4>;
 export function createHarnessProvider(
   options: HarnessProviderOptions & { specificationVersion: "v3" },
 ): HarnessProvider<HarnessLanguageModelV3>;
@@ -193,27 +104,34 @@ export function createHarnessProvider(
   options?: HarnessProviderOptions & { specificationVersion?: "v2" },
 ): HarnessProvider<HarnessLanguageModelV2>;
 export function createHarnessProvider(
-  options: HarnessProviderOptions & { specificationVersion?: "v2" | "v3" } = {},
-): HarnessProvider<HarnessLanguageModelV2> | HarnessProvider<HarnessLanguageModelV3> {
-  if (options.specificationVersion === "v3") {
-    const languageModel = (modelId: string, settings: HarnessModelSettings = {}) =>
-      asV3(harnessLanguageModel(modelId, options, settings));
-    return Object.assign(languageModel, { languageModel });
+  options: HarnessProviderOptions & { specificationVersion?: HarnessSpecificationVersion } = {},
+): HarnessProvider<HarnessLanguageModelV2 | HarnessLanguageModelV3 | HarnessLanguageModelV4> {
+  const version = options.specificationVersion ?? "v2";
+  if (!SPECIFICATION_VERSIONS.includes(version)) {
+    throw new Error(
+      `createHarnessProvider: specificationVersion is "v2" (AI SDK 5), "v3" (AI SDK 6) or "v4" (AI SDK 7), not ${JSON.stringify(version)}`,
+    );
   }
-  const languageModel = (modelId: string, settings: HarnessModelSettings = {}) =>
-    harnessLanguageModel(modelId, options, settings);
+  const languageModel = (modelId: string, settings: HarnessModelSettings = {}) => {
+    const model = harnessLanguageModel(modelId, options, settings);
+    return version === "v2" ? model : withUnifiedShapes(model, version);
+  };
   return Object.assign(languageModel, { languageModel });
 }
 
-/** The V2 model as V3: the same calls, the finish reason and usage in V3's shapes. */
-function asV3(model: HarnessLanguageModelV2): HarnessLanguageModelV3 {
+/** The V2 model as V3 or V4: the same calls, the finish reason (`{ unified, raw }`) and usage (input and output
+ * token details) in the shapes both share. */
+function withUnifiedShapes<Version extends "v3" | "v4">(
+  model: HarnessLanguageModelV2,
+  version: Version,
+): HarnessLanguageModelOf<Version, HarnessFinishReasonV3, HarnessUsageV3> {
   const usage = (u: HarnessUsage): HarnessUsageV3 => ({
     inputTokens: { total: u.inputTokens, noCache: u.inputTokens, cacheRead: undefined, cacheWrite: undefined },
     outputTokens: { total: u.outputTokens, text: u.outputTokens, reasoning: undefined },
   });
   const finish = (reason: HarnessFinishReason): HarnessFinishReasonV3 => ({ unified: reason, raw: reason });
   return {
-    specificationVersion: "v3",
+    specificationVersion: version,
     provider: model.provider,
     modelId: model.modelId,
     supportedUrls: model.supportedUrls,
@@ -222,8 +140,8 @@ function asV3(model: HarnessLanguageModelV2): HarnessLanguageModelV3 {
       return { ...result, usage: usage(result.usage), finishReason: finish(result.finishReason) };
     },
     async doStream(call) {
-      const { stream, request } = await model.doStream(call);
-      const v3 = stream.pipeThrough(
+      const { stream, ...rest } = await model.doStream(call);
+      const unified = stream.pipeThrough(
         new TransformStream<HarnessStreamPart, HarnessStreamPartV3>({
           transform(part, controller) {
             controller.enqueue(
@@ -232,7 +150,7 @@ function asV3(model: HarnessLanguageModelV2): HarnessLanguageModelV3 {
           },
         }),
       );
-      return { stream: v3, request };
+      return { ...rest, stream: unified };
     },
   };
 }
@@ -264,7 +182,7 @@ function harnessLanguageModel(
       };
     },
     async doStream(call) {
-      const { body, answer } = await generate(call, true);
+      const { body, answer, headers } = await generate(call, true);
       const parts = streamParts(answer);
       const stream = new ReadableStream<HarnessStreamPart>({
         start(controller) {
@@ -272,7 +190,7 @@ function harnessLanguageModel(
           controller.close();
         },
       });
-      return { stream, request: { body } };
+      return { stream, request: { body }, response: { headers } };
     },
   };
 }
@@ -313,10 +231,7 @@ function requestBody(modelId: string, call: HarnessCallOptions, settings: Harnes
   return {
     model: modelId,
     prompt: call.prompt.map((message) =>
-      Array.isArray(message.content)
-        ? { ...message, content: message.content.map((part: { type?: string; mediaType?: string }) =>
-            part?.type === "file" ? { type: "file", mediaType: part.mediaType } : part) }
-        : message,
+      Array.isArray(message.content) ? { ...message, content: message.content.map(withoutFileData) } : message,
     ),
     tools,
     tool_choice: choice === undefined ? undefined : choice.type === "tool" ? { type: "tool", name: choice.toolName } : choice.type,
@@ -325,9 +240,35 @@ function requestBody(modelId: string, call: HarnessCallOptions, settings: Harnes
     max_tokens: call.maxOutputTokens,
     stop: call.stopSequences,
     output_format: format?.type === "json" && format.schema ? { type: "json_schema", schema: format.schema } : undefined,
-    reasoning: Boolean(call.providerOptions?.harness?.reasoning ?? settings.reasoning),
+    reasoning: reasoningAsked(call, settings),
     stream,
   }; // prettier-ignore
+}
+
+/** Whether a call asks for reasoning: the `harness` provider option, else AI SDK 7's own `reasoning` setting (a level
+ * asks for it, `"none"` does not, `"provider-default"` leaves it to the model's settings), else the model's settings. */
+function reasoningAsked(call: HarnessCallOptions, settings: HarnessModelSettings): boolean {
+  const option = call.providerOptions?.harness?.reasoning;
+  if (option != null) return Boolean(option);
+  if (call.reasoning !== undefined && call.reasoning !== "provider-default") return call.reasoning !== "none";
+  return Boolean(settings.reasoning);
+}
+
+/** A prompt part without the bytes of the files it carries (a file, V4's reasoning file, a tool result's file items):
+ * their media type is what the harness records. */
+function withoutFileData(part: unknown): unknown {
+  if (typeof part !== "object" || part === null) return part;
+  const { type, mediaType, data, output } = part as {
+    type?: string;
+    mediaType?: unknown;
+    data?: unknown;
+    output?: { type?: string; value?: unknown };
+  };
+  if (data !== undefined && typeof mediaType === "string") return { type, mediaType };
+  if (type === "tool-result" && output?.type === "content" && Array.isArray(output.value)) {
+    return { ...part, output: { ...output, value: output.value.map(withoutFileData) } };
+  }
+  return part;
 }
 
 async function post(
@@ -386,6 +327,17 @@ async function post(
   // A turn's failure says whether the model throws (seed 000's failureThrows) or fails with its status.
   const failure = typeof parsed.throws === "boolean" ? (parsed as Failure) : undefined;
   if (failure?.throws) throw new Error(failure.message);
+  if (failure?.status === "network_error") {
+    // A dropped connection, as the SDK's own fetch reports one: no status, retryable, the network's error as cause.
+    throw new HarnessCallError({
+      message: `Cannot connect to API: ${failure.message}`,
+      url,
+      requestBodyValues: body,
+      isRetryable: true,
+      data: failure,
+      cause: new Error(failure.message),
+    });
+  }
   if (!response.ok || !Array.isArray(parsed.content)) {
     throw new HarnessCallError({
       message: failure?.message ?? parsed.error?.message ?? `The harness answered ${response.status}`,

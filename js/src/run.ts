@@ -2,13 +2,18 @@
  * One test's run on a harness server: a fresh run id, the environment its default clients read (base URLs and an
  * API key `harness-run-<id>` that names the run), what its requests get (the run's script,
  * `PUT /api/runs/{id}/script`: answers, failure kinds, a scenario, the key every request must carry) and the calls
- * it recorded, read back from the run's events. Nothing here needs vitest: `harnessweb/vitest` gives each test one.
+ * it recorded, read back from the run's events; and seed 001's e2e pieces on the run: `judge(criteria)` (the server's
+ * judge over REST), `artifact(name, content)` (a generated page or text) and `collectTurnLog(turn)` (the turn's trace
+ * log from `TRACE_LOG_DIR`, its outcome read from its footer by the server). Nothing here needs vitest:
+ * `harnessweb/vitest` gives each test one.
  */
 
 import { createHash, randomUUID } from "node:crypto";
 
 import { assertCalledWith, callFromRecord, describe, type Call, type RunCalls, type Wanted } from "./calls.js";
+import { judgeBody, verdictFromRecord, type JudgeCriteria, type JudgeJob, type Verdict } from "./judge.js";
 import type { Connection } from "./server.js";
+import { TraceFolder, type TraceOutcome, type TurnLog } from "./tracelogs.js";
 
 export const RUN_HEADER = "X-Harness-Run";
 export const RUN_KEY_PREFIX = "harness-run-";
@@ -55,6 +60,29 @@ export class HarnessError extends Error {
   override name = "HarnessError";
 }
 
+export interface RunOptions {
+  /** The folder the application writes its trace logs to (seed 001's `TRACE_LOG_DIR`, which is the default): the
+   * files there now are never taken by `collectTurnLog`. */
+  traceDir?: string;
+}
+
+/** An artifact as the run stored it. */
+export interface StoredArtifact {
+  id: number;
+  name: string;
+  /** "html" or "text". */
+  kind: string;
+  size: number;
+  digest: string;
+  /** Its content, for a logged-in browser (a path on the harness). */
+  rawUrl: string;
+  /** The same content was stored under this name already. */
+  duplicate: boolean;
+}
+
+/** A verdict (see `judge.ts`) and the job that judged it: `GET jobUrl` reads the stored verdict again. */
+export type JudgedVerdict = Verdict & { jobUrl: string };
+
 /** Variables a default client reads before the run's own (`@google/genai`: `GOOGLE_API_KEY` before `GEMINI_API_KEY`). */
 const SHADOWING = ["GOOGLE_API_KEY"];
 
@@ -92,18 +120,35 @@ export class HarnessRun {
   private scenario = "";
   private expectedKey: { fingerprint: string; place?: string } | null = null;
   private forgotten = 0;
+  private readonly traces: TraceFolder | null;
+  private readonly collected: TurnLog[] = [];
 
-  constructor(connection: Connection, id: string = randomUUID()) {
+  constructor(connection: Connection, id: string = randomUUID(), options: RunOptions = {}) {
     this.id = id;
     this.url = connection.url.replace(/\/$/, "");
     this.token = connection.token;
     this.key = RUN_KEY_PREFIX + id;
     this.headers = { [RUN_HEADER]: id };
+    const traceDir = options.traceDir ?? process.env.TRACE_LOG_DIR;
+    this.traces = traceDir ? new TraceFolder(traceDir) : null;
   }
 
   /** The run's page on the dashboard. */
   get page(): string {
     return `${this.url}/runs/${this.id}/`;
+  }
+
+  /** Where the scenario's MCP server `server` (its `mcp.servers` entry) is served: `${url}/mcp/${server}`, over
+   * MCP's Streamable HTTP transport. Give the MCP client this run's `headers` too (the TypeScript SDK's
+   * `StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: harness.headers } })`): the
+   * `X-Harness-Run` header puts its tool calls on this run, beside the model's turns. */
+  mcpUrl(server: string): string {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(server)) {
+      throw new HarnessError(
+        `mcpUrl: ${JSON.stringify(server)} is no MCP server name (a letter or digit, then up to 63 of A-Z a-z 0-9 _ -)`,
+      );
+    }
+    return `${this.url}/mcp/${server}`;
   }
 
   /** What the default clients read: `OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL` and their
@@ -256,6 +301,76 @@ export class HarnessRun {
     await this.assertCalledTimes(0);
   }
 
+  // -- seed 001: the judge, artifacts, trace logs per turn --------------------------------------------------------
+
+  /** The server's judge on this run's transcript (its calls, artifacts and trace logs) against `criteria`: queued
+   * over REST, then read until its verdict is stored on the run. A judge without a key skips (`state` "skipped"). */
+  async judge(criteria: JudgeCriteria): Promise<JudgedVerdict> {
+    const response = await this.request("POST", `/runs/${this.id}/judge`, judgeBody(criteria));
+    if (response.status === 503) {
+      const detail = ((await response.json()) as { detail?: string }).detail ?? "";
+      throw new HarnessError(
+        `${detail} A harness started by startHarness / harnessGlobalSetup reads them from the environment or from ` +
+          'its env option: env: { HARNESS_JUDGE_PROTOCOL: "anthropic", HARNESS_JUDGE_BASE_URL: "https://api.anthropic.com" } ' +
+          "(the key from HARNESS_JUDGE_API_KEY; without one the judge skips).",
+      );
+    }
+    if (response.status !== 202) await this.refused(response, "queuing the judge", true);
+    let job = (await response.json()) as JudgeJob;
+    while (job.state !== "done") {
+      job = (await this.api("GET", `/judge/${job.id}?wait=60`, undefined, "reading the judge's job")) as JudgeJob;
+    }
+    if (job.verdict === null) throw new HarnessError(`The judge's job ${job.id} ended without a verdict: ${job.detail}`);
+    return { ...verdictFromRecord(job.verdict), jobUrl: job.url };
+  }
+
+  /** Keep a page or text the test's application generated on the run (seed 001's generated pages: its short URL
+   * and HTML), where the judge and the run's page read it. `contentType` "text/html" or "text/plain" (or "html",
+   * "text"); without it a name ending in .html or content opening as an HTML document is HTML. The same name again
+   * keeps the latest content. */
+  async artifact(name: string, content: string, contentType?: string): Promise<StoredArtifact> {
+    const body = contentType === undefined ? { name, content } : { name, content, content_type: contentType };
+    const response = await this.request("POST", `/runs/${this.id}/artifacts`, body);
+    if (response.status !== 201) await this.refused(response, `the artifact ${JSON.stringify(name)}`, true);
+    const row = (await response.json()) as Record<string, unknown> & { raw_url: string };
+    const { id, kind, size, digest, duplicate } = row as unknown as StoredArtifact;
+    return { id, name: row.name as string, kind, size, digest, rawUrl: row.raw_url, duplicate: Boolean(duplicate) };
+  }
+
+  /** Seed 001's `collectTurnLog(turnNumber)`, after a user turn: the newest trace log file that appeared in
+   * `TRACE_LOG_DIR` (or the `traceDir` option) since the previous collection becomes the turn's log, uploaded to the
+   * run with its outcome read from its `SUCCESS` / `FAILED` footer by the server; null when no file appeared. */
+  async collectTurnLog(turnNumber: number): Promise<TurnLog | null> {
+    if (!Number.isInteger(turnNumber) || turnNumber < 1) {
+      throw new HarnessError(`collectTurnLog: the turn number must be a whole number from 1, got ${JSON.stringify(turnNumber)}`);
+    }
+    if (this.traces === null) {
+      throw new HarnessError(
+        "collectTurnLog: no trace folder: set TRACE_LOG_DIR before the test begins (seed 001's setup file does), " +
+          "or give the run its traceDir",
+      );
+    }
+    const found = this.traces.next();
+    if (found === null) return null;
+    const body = { turn_number: turnNumber, file_path: found.filePath, content: found.content };
+    const response = await this.request("POST", `/runs/${this.id}/trace-logs`, body);
+    if (response.status !== 201) await this.refused(response, `the trace log ${found.filePath}`, true);
+    const { outcome } = (await response.json()) as { outcome: TraceOutcome };
+    const log: TurnLog = { turnNumber, ...found, outcome };
+    this.collected.push(log);
+    return log;
+  }
+
+  /** The trace logs collected so far, in the order collected (seed 001's `getTurnLogs()`). */
+  get turnLogs(): TurnLog[] {
+    return [...this.collected];
+  }
+
+  /** Files that appeared in the trace folder but were no turn's log (older than the newest of their turn). */
+  get skippedTraceFiles(): string[] {
+    return [...(this.traces?.skipped ?? [])];
+  }
+
   // -- the REST API -----------------------------------------------------------------------------------------------
 
   private request(method: string, path: string, body?: unknown): Promise<Response> {
@@ -270,8 +385,29 @@ export class HarnessRun {
     return response.json();
   }
 
-  private async refused(response: Response, what: string): Promise<never> {
-    const text = (await response.text()).slice(0, 1000);
-    throw new HarnessError(`The harness refused ${what} (${response.status}): ${text}`);
+  /** A refusal as an error; `onRun`: a 404 may be the run missing, which is said so. */
+  private async refused(response: Response, what: string, onRun = false): Promise<never> {
+    const text = await response.text();
+    if (onRun && response.status === 404 && (await this.request("GET", `/runs/${this.id}`)).status === 404) {
+      throw new HarnessError(
+        `The harness refused ${what}: this test's run ${this.id} does not exist yet (a run is made by the first ` +
+          "request that names it: call the provider first)",
+      );
+    }
+    throw new HarnessError(`The harness refused ${what} (${response.status}): ${said(text).slice(0, 2000)}`);
   }
+}
+
+/** A refusal's body as one line per problem (`body.content: ...`), its `detail` alone, or the text as it came. */
+function said(text: string): string {
+  try {
+    const body = JSON.parse(text) as { detail?: unknown; errors?: { field?: string; message?: string }[] };
+    if (Array.isArray(body.errors) && body.errors.length > 0) {
+      return body.errors.map((e) => `${e.field}: ${String(e.message).replace(/^Value error, /, "")}`).join("; ");
+    }
+    if (typeof body.detail === "string") return body.detail;
+  } catch {
+    // not JSON: shown as it is
+  }
+  return text;
 }

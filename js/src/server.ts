@@ -2,7 +2,9 @@
  * A harness server for a test suite: `startHarness` starts `harness serve --fresh` (the Python package's one-command
  * server: its own temporary database, a free port, the scenarios and cassettes given, a write token) and waits for
  * the one JSON line it prints; or, when `HARNESS_URL` and `HARNESS_TOKEN` are set, connects to that shared server.
- * `harnessGlobalSetup` is the same as a vitest `globalSetup` that hands the connection to every worker.
+ * `harnessGlobalSetup` is the same as a vitest `globalSetup` that hands the connection to every worker. With `tls`
+ * it serves HTTPS and WSS (`harness serve --tls`) and the connection carries `ca`, the local certificate authority's
+ * file a client must trust (`NODE_EXTRA_CA_CERTS` for node's own clients, `SSL_CERT_FILE` for Python's).
  */
 
 import { spawn, type ChildProcess } from "node:child_process";
@@ -13,6 +15,8 @@ import { fileURLToPath } from "node:url";
 export interface Connection {
   url: string;
   token: string;
+  /** The CA file that signed the server's certificate, when it serves HTTPS (`tls`). */
+  ca?: string;
 }
 
 export interface StartOptions {
@@ -28,8 +32,11 @@ export interface StartOptions {
   venv?: string;
   /** How long to wait for the server's line, in milliseconds (default 60 000). */
   timeoutMs?: number;
-  /** More environment for the server (`HARNESS_PACING`, `HARNESS_REQUIRE_KEY`, ...). */
+  /** More environment for the server (`HARNESS_PACING`, `HARNESS_REQUIRE_KEY`, its judge's `HARNESS_JUDGE_*`, ...). */
   env?: Record<string, string>;
+  /** Serve HTTPS and WSS (`harness serve --tls`: a certificate from a local CA made on first use, in
+   * `HARNESS_TLS_DIR`), as Gemini Live's client needs; the CA's file is the harness's `ca`. */
+  tls?: boolean;
 }
 
 export type PathLike = string | URL;
@@ -58,13 +65,14 @@ export async function startHarness(options: StartOptions = {}): Promise<Harness>
   const args = [...prefix, "serve", "--fresh", "--port", String(options.port ?? 0)];
   for (const folder of list(options.scenarios)) args.push("--scenarios", filePath(folder));
   for (const folder of list(options.cassettes)) args.push("--cassettes", filePath(folder));
+  if (options.tls) args.push("--tls");
   const child = spawn(command, args, {
     env: { ...env, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const shown = [command, ...args].join(" ");
   const line = await firstLine(child, shown, options.timeoutMs ?? 60_000);
-  let parsed: { url?: unknown; token?: unknown; pid?: unknown };
+  let parsed: { url?: unknown; token?: unknown; pid?: unknown; ca?: unknown };
   try {
     parsed = JSON.parse(line);
   } catch {
@@ -81,6 +89,7 @@ export async function startHarness(options: StartOptions = {}): Promise<Harness>
     url: parsed.url.replace(/\/$/, ""),
     token: parsed.token,
     pid: typeof parsed.pid === "number" ? parsed.pid : (child.pid ?? null),
+    ...(typeof parsed.ca === "string" ? { ca: parsed.ca } : {}),
     shared: false,
     stop: async () => {
       process.removeListener("exit", killOnExit);
@@ -94,7 +103,8 @@ export async function startHarness(options: StartOptions = {}): Promise<Harness>
 export function harnessGlobalSetup(options: StartOptions = {}) {
   return async (project: { provide: (key: "harness", value: Connection) => void }): Promise<() => Promise<void>> => {
     const harness = await startHarness(options);
-    project.provide("harness", { url: harness.url, token: harness.token });
+    const { url, token, ca } = harness;
+    project.provide("harness", ca === undefined ? { url, token } : { url, token, ca });
     return () => harness.stop();
   };
 }

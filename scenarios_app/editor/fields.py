@@ -72,7 +72,8 @@ TURN_TEXT_FIELDS = (
     "failure_scope_key_fingerprint",
     "finish_reason",
 )
-TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable", "expect_tool_calls_answered")
+TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable", "failure_throws",
+              "expect_tool_calls_answered")  # fmt: skip
 # Fields the editor shows as <textarea>; every other text field is a one-line <input>, which browsers strip of
 # line breaks, so a value holding one cannot be edited in the form without changing it.
 MULTILINE_FIELDS = frozenset(

@@ -11,9 +11,10 @@ asked for a stream: recorded, the answer is the same JSON).
 The answer is ``{"id", "model", "content", "finishReason", "usage"}`` in the specification's vocabulary (content
 parts ``reasoning`` with the signature as ``providerMetadata.anthropic``, ``text``, ``tool-call`` with its id and
 JSON input), and a failure ``{"status", "message", "retryable", "retryAfterMs", "throws"}`` with the kind's HTTP
-status. Failures are said, never acted out (no held timeout, no cut connection, no broken body): the
-model acts them out, and a ``network_error`` (what the loader makes of seed 000's ``failureThrows``, a dropped
-connection on every other protocol) is the one it throws as ``Error(message)``.
+status. Failures are said, never acted out (no held timeout, no cut connection, no broken body): the model acts
+them out. ``throws`` is true for a turn's ``failure_throws`` (seed 000's ``failureThrows``, a dropped connection on
+every other protocol), which the model throws as ``Error(message)``; a scripted ``network_error`` is not thrown (the
+model rejects with the AI SDK's own error for a connection that failed).
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ PATH = "/harness/v1/generate"
 REQUEST_ID_HEADER = b"x-request-id"
 # Failures go out as the JSON the model acts on (respond.failure_outgoing reads this).
 FAILURES_AS_DATA = True
-# The failure kind the model throws (seed 000's failureThrows, which the loader reads as a dropped connection).
-THROWN = "network_error"
 _FINISH = {"stop": "stop", "tool_calls": "tool-calls", "length": "length", "stop_sequence": "stop"}
 _ROLES = ("system", "user", "assistant", "tool")
 
@@ -127,6 +126,8 @@ def _message(raw: dict[str, Any], where: str) -> Message:
         elif kind == "tool-result" and role in ("assistant", "tool"):
             result_ids.append(_string(part, "toolCallId", at))
             texts.append(_output_text(part.get("output"), f"{at}.output"))
+        elif kind in ("reasoning-file", "custom") and role == "assistant":
+            continue  # AI SDK 7's (V4) reasoning files and provider-specific parts: nothing the engine reads
         elif kind not in ("file", "tool-approval-response"):
             raise WireError(f"{at}.type: a {role} message has no {kind!r} part", f"{at}.type")
     return Message(
@@ -210,7 +211,7 @@ def encode_failure(failure: Failure, request_id: str = "") -> Encoded:
         "message": failure.message,
         "retryable": failure.retryable,
         "retryAfterMs": failure.retry_after_ms,
-        "throws": failure.status == THROWN,
+        "throws": failure.throws,
     }
     if failure.error:  # the scenario's own error object, as authored
         body["details"] = failure.error
