@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from harnessweb.engine import shapes, structured
 from harnessweb.engine.exchange import ChatRequest, sanitize_tool_name
+from harnessweb.engine.mcp_schema import McpConfig, arguments_match
 from harnessweb.engine.schemas import ExpectKey, Scenario, ScenarioTurn, TurnExpect
 
 TOLERANCE = 1e-6
@@ -239,3 +241,33 @@ def expectations(scenario: Scenario, step: ScenarioTurn | None, request: ChatReq
     has one)."""
     rows = scenario_expectations(scenario, request)
     return rows + turn_expectations(step, request) if step is not None else rows
+
+
+def mcp_call_expectations(config: McpConfig, calls: list[tuple[str, str, dict[str, Any]]]) -> list[Expectation]:
+    """One row per tool call a scenario's ``mcp.expect_calls`` names, against the calls the agent made (``calls``:
+    server, tool and arguments, in the order made): met when a call of that tool (on that server, if named) carried
+    each argument given, after the previous row's call when ``expect_order``."""
+    rows = []
+    after = 0  # (in order: where the next expected call is looked for)
+    for number, wanted in enumerate(config.expect_calls, start=1):
+        name = f"{wanted.server}.{wanted.tool}" if wanted.server else wanted.tool
+        shown = f"{name} with {orjson.dumps(wanted.arguments).decode()}" if wanted.arguments else name
+        same = [i for i, (on, tool, _) in enumerate(calls) if tool == wanted.tool and wanted.server in (None, on)]
+        fits = [i for i in same if arguments_match(wanted.arguments, calls[i][2], "subset")]
+        found = next((i for i in fits if i >= after), None) if config.expect_order else (fits or [None])[0]
+        if found is not None:
+            after = found + 1
+            rows.append(Expectation(f"MCP call {number}", shown, f"call {found + 1} of {len(calls)}", True))
+            continue
+        if fits:
+            actual = f"out of order: call {fits[-1] + 1} of {len(calls)}, before the call expected ahead of it"
+            problem = f"Expected MCP tool {name} to be called after the calls listed before it, but it came before"
+        elif same:
+            carried = orjson.dumps(calls[same[-1]][2]).decode()
+            actual = f"called with {carried}"
+            wanted_arguments = shown.partition(" with ")[2]
+            problem = f"Expected MCP tool {name} to be called with {wanted_arguments} but it was called with {carried}"
+        else:
+            actual, problem = "never called", f"Expected the agent to call MCP tool {name} but it never did"
+        rows.append(Expectation(f"MCP call {number}", shown, actual, False, problem))
+    return rows
