@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve",
-        help="start a harness server and print one JSON line: its url, a write token, its pid",
+        help="start a harness server and print one JSON line: its url, a judge token, its pid",
         description=(
             "Start the harness server (daphne). Once it answers, print one JSON line to stdout: "
             '{"url": ..., "token": ..., "pid": ...}; everything else goes to stderr. SIGTERM or Ctrl-C stops it.'
@@ -61,6 +61,12 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--token-file", metavar="FILE", help="also write the token to FILE (mode 0600)")
     serve.add_argument(
         "--pacing", choices=("on", "off"), help="stream at the scenarios' pace, or as fast as possible (default on)"
+    )
+    serve.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS and WSS (a local CA and certificate made on first use; the JSON line names the CA file as "
+        '"ca", for SSL_CERT_FILE): what google-genai\'s Live client needs',
     )
     serve.set_defaults(run=_serve)
 
@@ -106,4 +112,5 @@ def _serve(args: argparse.Namespace) -> int:
         cassettes=args.cassettes,
         token_file=args.token_file,
         pacing=args.pacing,
+        tls=args.tls,
     )

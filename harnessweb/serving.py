@@ -4,10 +4,11 @@ In order: the scenario and cassette files checked offline (``engine/filecheck.py
 is written); the port taken (``--port 0``: a free one; a taken port is an error saying so); with ``--fresh`` a
 temporary SQLite database of its own and the in-memory channel layer, else the database the settings name; then, in a
 short child process (``python -m harnessweb.serving``), migrations, the scenarios and cassettes loaded by
-``load_scenarios`` and ``load_cassettes`` and a write token issued (stored hashed, ``runs_app/tokens.py``); then daphne
+``load_scenarios`` and ``load_cassettes`` and a judge token issued (stored hashed, ``runs_app/tokens.py``); then daphne
 in this process through ``harnessweb.serve`` (as ``make run``) on the socket already bound, and once the server
 answers an authenticated API request, one JSON line on stdout: ``{"url": ..., "token": ..., "pid": ...}``. Everything
-else (the commands' output, daphne's log) goes to stderr.
+else (the commands' output, daphne's log) goes to stderr. With ``--tls`` it serves HTTPS and WSS on that port with a
+certificate from a local CA made on first use (trustme, :func:`certificates`), and the line names the CA file (``ca``).
 
 The database is prepared in a child because ``harnessweb.serve`` must choose the event loop before anything imports
 daphne's server module, which setting Django up does (daphne is an installed app). This process imports no Django
@@ -26,6 +27,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -57,6 +59,7 @@ def serve(
     cassettes: list[str],
     token_file: str | None,
     pacing: str | None,
+    tls: bool = False,
 ) -> int:
     """Start the server and serve until stopped; 0 once stopped, 1 (a message on stderr) when it cannot start."""
     announce_to, sys.stdout = sys.stdout, sys.stderr  # stdout holds the JSON line alone
@@ -65,6 +68,7 @@ def serve(
     try:
         _check_files(scenarios, cassettes)
         listener = _listen(host, port)
+        certs = certificates(host) if tls else None
         if fresh:
             _fresh_database()
         elif not os.environ.get("DATABASE_URL") and not os.environ.get("SQLITE_PATH"):
@@ -81,10 +85,46 @@ def serve(
         print(f"harness serve: {exc}", file=sys.stderr)
         return 1
     url = _url(host, listener.getsockname()[1])
+    ca = ""
+    if certs is not None:  # HTTPS and WSS on the same port (google-genai opens Live over wss:// only)
+        ca, server_pem = certs
+        url = url.replace("http://", "https://", 1)
+        interface, port = listener.getsockname()[:2]
+        listener.close()  # released just before daphne binds it, as for an address that is not IPv4
+        bind = ["-e", f"ssl:port={port}:interface={interface}:privateKey={server_pem}:certKey={server_pem}"]
+    else:
+        bind = _bind_arguments(listener)
     deadline = time.monotonic() + ANSWER_TIMEOUT_S
-    threading.Thread(target=_announce, args=(announce_to, url, token, deadline), daemon=True).start()
-    daphne_serve.main([*_bind_arguments(listener), "harnessweb.asgi:application"])
+    threading.Thread(target=_announce, args=(announce_to, url, token, deadline, ca), daemon=True).start()
+    daphne_serve.main([*bind, "harnessweb.asgi:application"])
     return 0
+
+
+def certificates(host: str) -> tuple[str, str]:
+    """A local certificate authority and a certificate it issued for ``host`` (and localhost), generated on first
+    use with trustme into ``HARNESS_TLS_DIR`` (default ``~/.cache/harnessweb/tls``): the CA file a client trusts
+    (``SSL_CERT_FILE``) and the server's key and certificate chain."""
+    try:
+        import trustme  # the server extra's: only --tls needs it
+    except ImportError:
+        raise ServeError('--tls needs trustme: pip install "harnessweb[server]"') from None
+
+    folder = Path(os.environ.get("HARNESS_TLS_DIR") or Path.home() / ".cache" / "harnessweb" / "tls")
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ca_file, ca_key = folder / "ca.pem", folder / "ca-key.pem"
+    if not ca_file.exists() or not ca_key.exists():
+        ca = trustme.CA()
+        ca.cert_pem.write_to_path(str(ca_file))
+        ca.private_key_pem.write_to_path(str(ca_key))
+    else:
+        ca = trustme.CA.from_pem(ca_file.read_bytes(), ca_key.read_bytes())
+    names = sorted({"localhost", "127.0.0.1", "::1", host or "127.0.0.1"} - {"0.0.0.0", "::"})
+    server_pem = folder / f"server-{host or 'default'}.pem".replace(":", "_")
+    if not server_pem.exists():
+        ca.issue_cert(*names).private_key_and_cert_chain_pem.write_to_path(str(server_pem))
+    os.chmod(ca_key, 0o600)
+    os.chmod(server_pem, 0o600)
+    return str(ca_file), str(server_pem)
 
 
 def _check_files(scenarios: list[str], cassettes: list[str]) -> None:
@@ -118,7 +158,7 @@ def _prepare_database(scenarios: list[str], cassettes: list[str]) -> str:
 
 
 def prepare(scenarios: list[str], cassettes: list[str]) -> int:
-    """The child's work: the database migrated, the scenarios and cassettes loaded, a write token issued and
+    """The child's work: the database migrated, the scenarios and cassettes loaded, a judge token issued and
     printed (alone on stdout); 1 with the reason on stderr when any step fails."""
     import django
     from django.core.exceptions import ImproperlyConfigured
@@ -136,7 +176,9 @@ def prepare(scenarios: list[str], cassettes: list[str]) -> int:
             call_command("load_cassettes", folder, stdout=sys.stderr)
         from runs_app import tokens  # a model: after django.setup()
 
-        _, token = tokens.issue("harness serve", "write")
+        # Judge scope (which includes write and read): whoever starts the server sets its judge (HARNESS_JUDGE_*),
+        # so the suite that started it may queue that judge on its runs (POST /api/runs/{id}/judge).
+        _, token = tokens.issue("harness serve", "judge")
     except (CommandError, DatabaseError, ImproperlyConfigured, OSError) as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return 1
@@ -187,9 +229,13 @@ def _write_token(path: str, token: str) -> None:
         file.write(token)
 
 
-def _announce(out: IO[str], url: str, token: str, deadline: float) -> None:
-    """Print the JSON line once the server answers an authenticated API request; stop it if it never does."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP proxy
+def _announce(out: IO[str], url: str, token: str, deadline: float, ca: str = "") -> None:
+    """Print the JSON line once the server answers an authenticated API request; stop it if it never does. Over TLS
+    the line names the CA file (``ca``) that a client trusts."""
+    handlers: list[Any] = [urllib.request.ProxyHandler({})]  # never through an HTTP proxy
+    if ca:
+        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca)))
+    opener = urllib.request.build_opener(*handlers)
     probe = urllib.request.Request(f"{url}/api/scenarios", headers={"Authorization": f"Bearer {token}"})
     while not _answers(opener, probe):
         if time.monotonic() > deadline:
@@ -198,7 +244,8 @@ def _announce(out: IO[str], url: str, token: str, deadline: float) -> None:
             return
         time.sleep(0.05)
     try:
-        out.write(json.dumps({"url": url, "token": token, "pid": os.getpid()}) + "\n")
+        line = {"url": url, "token": token, "pid": os.getpid()} | ({"ca": ca} if ca else {})
+        out.write(json.dumps(line) + "\n")
         out.flush()
     except OSError as exc:  # nobody reads stdout any more: the server serves all the same
         print(f"harness serve: could not print the JSON line ({exc})", file=sys.stderr)

@@ -238,3 +238,54 @@ def test_judge_runs_never_fails_on_a_skipped_judge(settings, harness_server, ide
     assert "2 runs judged: 0 PASS, 0 FAIL, 0 judge errors, 2 skipped" in out
     assert f"SKIPPED      demo  {identity_runs[1].pk}  the judge's API key is the placeholder" in out
     assert JudgeVerdict.objects.filter(skipped_reason__startswith="the judge's API key").count() == 2
+
+
+def test_it_reads_what_a_realtime_session_sent(harness_server, transactional_db) -> None:
+    """A Realtime session's turns are recorded as socket requests: the judge reads the items the client sent."""
+    import asyncio
+
+    from tests.test_realtime_sdk import WEATHER_TOOL, of, until_done, user_text
+
+    scenario_id = f"rt-judge-{uuid.uuid4().hex[:10]}"
+    call = {"tool_name": "get_weather", "arguments": {"city": "Oslo"}, "call_id": "call_oslo"}
+    make_scenario(
+        scenario_id,
+        [
+            {"turn": 1, "response": {"kind": "tool-call", "tool_calls": [call]}},
+            {"turn": 2, "response": {"kind": "text", "assistant_text": "It is sunny in Oslo."}},
+        ],
+    )
+    run_id = str(uuid.uuid4())
+    client = openai.AsyncOpenAI(base_url=f"{harness_server.url}/v1", api_key=f"sk-test-{uuid.uuid4().hex}")
+
+    async def session() -> None:
+        headers = {"X-Harness-Run": run_id}
+        async with client.realtime.connect(model="gpt-realtime", extra_headers=headers) as connection:
+            await connection.session.update(
+                session={"type": "realtime", "output_modalities": ["text"], "tools": [WEATHER_TOOL]}
+            )
+            await connection.conversation.item.create(item=user_text(scenario_id))
+            await connection.response.create()
+            first = await until_done(connection)
+            call_id = of(first, "response.function_call_arguments.done")[0].call_id
+            output = {"type": "function_call_output", "call_id": call_id, "output": "sunny, 21 C"}
+            await connection.conversation.item.create(item=output)
+            await connection.response.create()
+            await until_done(connection)
+
+    asyncio.run(session())
+    data = transcript_from_run(recorded_run(run_id, status="passed", events=8))
+    assert [m.role for m in data.messages] == ["user", "assistant", "tool", "assistant"]
+    assert data.messages[0].content == scenario_id
+    assert data.messages[-1].content == "It is sunny in Oslo."
+    text = format_transcript(data)
+    assert f"turn 1 · response asked on the socket /v1/realtime: the user said «{scenario_id}»" in text
+    assert f"turn 2 · response asked on the socket /v1/realtime: the user said «{scenario_id}»" in text
+
+
+def test_it_says_a_socket_s_error_without_an_http_status() -> None:
+    from harnessweb.judging.transcript import timeline
+
+    failed = {"duration_ms": 3, "status": None, "failure": "rate_limit", "stream": True, "dropped": False}
+    lines = timeline([{"kind": "response", "turn": 1, "data": failed}])
+    assert lines == ["turn 1 · failed response: an error on the socket (rate_limit)"]

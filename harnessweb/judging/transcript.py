@@ -15,10 +15,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harnessweb.engine import routes, wire
+from harnessweb.engine.wire import gemini_live, realtime
 from harnessweb.judging.verdicts import TranscriptMessage
 
 # A timeline line quotes at most this much of a text.
 QUOTE_CHARS = 300
+# The socket sessions, by the protocol their turns record: they are no HTTP play route, so not in ``wire.BY_NAME``.
+SOCKET_WIRES = {realtime.PROTOCOL: realtime, gemini_live.PROTOCOL: gemini_live}
 
 
 def _quote(text: Any) -> str:
@@ -29,7 +32,8 @@ def _quote(text: Any) -> str:
 
 def _parsed(data: Mapping[str, Any]) -> Any:
     """The neutral request a recorded request event carried, or None when its body is not a conversation."""
-    protocol = routes.play_wire(str(data.get("path", ""))) or wire.BY_NAME.get(str(data.get("protocol", "")))
+    name = str(data.get("protocol", ""))
+    protocol = SOCKET_WIRES.get(name) or routes.play_wire(str(data.get("path", ""))) or wire.BY_NAME.get(name)
     body = data.get("body")
     if protocol is None or not isinstance(body, dict):
         return None
@@ -79,6 +83,8 @@ def _describe(kind: str, data: Mapping[str, Any]) -> str | None:
     if kind == "request":
         parsed = _parsed(data)
         said = f": the user said «{_quote(parsed.last_user)}»" if parsed is not None and parsed.last_user else ""
+        if data.get("protocol") in SOCKET_WIRES:  # a socket's turn: a response the client asked for on it
+            return f"response asked on the socket {data.get('path', '')}{said}"
         return f"request {data.get('method', 'POST')} {data.get('path', '')}{said}"
     if kind == "match":
         if data.get("scenario"):
@@ -91,7 +97,8 @@ def _describe(kind: str, data: Mapping[str, Any]) -> str | None:
         return f"injected failure {data.get('status')}{attempt}: {_quote(data.get('message') or '')}"
     if kind == "response":
         if data.get("failure"):
-            how = "connection dropped" if data.get("dropped") else f"HTTP {data.get('status')}"
+            status = f"HTTP {data['status']}" if data.get("status") is not None else "an error on the socket"
+            how = "connection dropped" if data.get("dropped") else status
             return f"failed response: {how} ({data['failure']})"
         said = [f"text «{_quote(data['text'])}»"] if data.get("text") else []
         said += [f"tool call {call}" for call in _calls(data.get("tool_calls"))]

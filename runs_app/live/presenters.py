@@ -15,15 +15,18 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
-from harnessweb.engine import wire
+from harnessweb.engine import mcp, wire
 from harnessweb.engine.pricing import PriceTable, Total
 from harnessweb.engine.routes import SCENARIO_HEADER
+from harnessweb.judging.transcript import SOCKET_WIRES
+from harnessweb.text import plural
 from runs_app.ci.cassette_page import short_timeline
 from runs_app.ci.run_streams import run_summaries
 from runs_app.closing import close_idle
 from runs_app.endpoint import inflight
 from runs_app.live.panels import event_row, expectations_panel, request_panel, response_panel, stream_blocks
 from runs_app.live.resilience import analyse, format_ms
+from runs_app.live.waterfall import asked_by, is_socket
 from runs_app.live.waterfall import build as build_waterfall
 from runs_app.models import Run, RunEvent
 from runs_app.pricing.costs import cost_cell, response_costs, run_cost_context, run_costs
@@ -31,7 +34,8 @@ from scenarios_app.models import Scenario
 
 RUNS_PER_PAGE = 25
 RUN_FILTERS = ("scenario", "status", "protocol", "source", "date", "hour", "test", "fingerprint")
-PROTOCOL_CHOICES = tuple(wire.BY_NAME)
+# The HTTP wires, then the sessions no HTTP route plays: Realtime's and Live's sockets, MCP's tool servers.
+PROTOCOL_CHOICES = (*wire.BY_NAME, *SOCKET_WIRES, mcp.PROTOCOL)
 SOURCE_CHOICES = ("endpoint", "ci", "pytest")  # pytest: a test's run uploaded by the plugin (--harness-upload)
 # What became of a CI or pytest run's test, in the words of a test report.
 OUTCOMES = {"passed": "passed", "failed": "failed", "skipped": "skipped", "errored": "error", "running": "running"}
@@ -181,6 +185,33 @@ def _turn_state(events: list[RunEvent]) -> tuple[str, str]:
     return "passed", "answered"
 
 
+def _socket_line(kind: str, data: Mapping[str, Any]) -> str:
+    """A socket turn's request or answer in one line: the client's message and what the session held, or the
+    server's messages, the error it sent, or the cut connection."""
+    if kind == "request":
+        body = data.get("body") if isinstance(data.get("body"), Mapping) else {}
+        items, tools = body.get("input", body.get("contents")), body.get("tools")
+        counts = f"{plural(len(items), 'item')} · " if isinstance(items, list) else ""
+        counts += plural(len(tools) if isinstance(tools, list) else 0, "tool")
+        return f"client → server: {asked_by(data)} on {data.get('path', '')} (socket) · {counts}"
+    took = format_ms(data.get("duration_ms"))
+    if data.get("failure"):
+        how = "connection cut mid-response" if data.get("dropped") else "error"
+        return f"server → client: {how} ({data['failure']}) · {took}"
+    finish = f" · finish {data['finish_reason']}" if data.get("finish_reason") else ""
+    return f"server → client: {plural(data.get('chunks') or 0, 'message')}{finish} · {took}"
+
+
+def _event_rows(events: list[RunEvent], start: datetime | None) -> list[dict[str, Any]]:
+    """A turn's timeline; a socket session's turn says its messages in and out, no HTTP exchange."""
+    rows = [event_row(e, start) for e in events]
+    if any(e.kind == "request" and is_socket(e.data or {}) for e in events):
+        for row, event in zip(rows, events, strict=True):
+            if event.kind in ("request", "response"):
+                row["summary"] = _socket_line(event.kind, event.data or {})
+    return rows
+
+
 def turn_context(
     run: Run | None, number: int, events: list[RunEvent], stored: Scenario | None, prices: PriceTable | None = None
 ) -> dict[str, Any]:
@@ -202,7 +233,8 @@ def turn_context(
         "state": state,
         "state_label": state_label,
         "attempts": len(requests),
-        "events": [event_row(e, start) for e in events],
+        "socket": last_request is not None and is_socket(last_request.data or {}),
+        "events": _event_rows(events, start),
         "request": request_panel(last_request) if last_request else None,
         "response": response_panel(last_answer, response_costs(events, prices)) if last_answer else None,
         "blocks": stream_blocks(last_answer.data) if finished else [],

@@ -1,6 +1,8 @@
 """A run's timing as a waterfall, read from its events alone (no Django, no I/O): one row per request on one time
 axis, with its time to first byte, each frame's arrival, the pacing gaps between frames, the injected failure it
-got, and the client's wait before a retry beside the Retry-After it was given.
+got, and the client's wait before a retry beside the Retry-After it was given. A socket session's turn (Realtime's,
+Live's) is a row too: from the client's message that asked for a response to the server's last message, its status
+what came on the socket (``socket_status``), never an HTTP status.
 
 The result is geometry in the SVG's own units (``templates/runs_app/run_waterfall.html`` draws it) plus the same
 numbers as text, for the table under it and for screen readers.
@@ -22,6 +24,7 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
+from harnessweb.judging.transcript import SOCKET_WIRES
 from harnessweb.text import plural
 from runs_app.live.resilience import HONOURED, RETRIED, TOO_EARLY, analyse, format_ms
 
@@ -36,6 +39,27 @@ MIN_GAP_MS = 5  # a shorter pause between two frames is no pacing gap, only the 
 DOT_PX = 2.0  # frames closer than this on the axis share a dot (an unpaced stream is one dot, not hundreds)
 WAIT_CLASS = {HONOURED: "honoured", TOO_EARLY: "early"}  # else "unadvised"
 ENDS = ("response", "rejected", "client_disconnected")
+# How each socket protocol's client asks for a response (the message its turn's request event stands for).
+ASKED_BY = {"realtime": "response.create", "gemini_live": "the client's turn"}
+
+
+def is_socket(data: Mapping[str, Any]) -> bool:
+    """Whether a request event is a socket session's turn (Realtime's, Live's: its recorded protocol is a socket's)."""
+    return data.get("protocol") in SOCKET_WIRES
+
+
+def asked_by(data: Mapping[str, Any]) -> str:
+    """The client message a socket turn's request stands for (``response.create`` for Realtime)."""
+    return ASKED_BY.get(str(data.get("protocol", "")), "a message")
+
+
+def socket_status(data: Mapping[str, Any], failure: str) -> tuple[str, str]:
+    """What the client got on the socket, for a socket turn's row that ended in a ``response``, and its state."""
+    if data.get("dropped"):
+        return f"connection cut ({failure or data.get('failure') or 'network error'})", "failed"
+    if failure or data.get("failure"):
+        return f"error event ({failure or data.get('failure')})", "failed"
+    return f"{plural(data.get('chunks') or 0, 'message')} sent", "ok"
 
 
 @dataclass
@@ -95,6 +119,7 @@ class Row:
     retry_after_ms: int | None = None
     frame_ms: list[int] | None = None  # None: not recorded (a response recorded before the harness kept them)
     chunks: int | None = None
+    asked: str = ""  # a socket's turn: the client message that asked for it (else an HTTP request)
     y: float = 0.0
     x1: float = 0.0
     x_first_byte: float | None = None
@@ -139,7 +164,7 @@ class Row:
     @property
     def sentence(self) -> str:
         """The row in words (the bar's title, for screen readers and hovering)."""
-        parts = [f"{self.label}: request at +{format_ms(self.start_ms)}"]
+        parts = [f"{self.label}: {self.asked or 'request'} at +{format_ms(self.start_ms)}"]
         if self.ttfb_ms is not None:
             parts.append(f"first byte after {format_ms(self.ttfb_ms)}")
         if self.frame_ms:
@@ -148,7 +173,7 @@ class Row:
             )
         if self.duration_ms is not None:
             parts.append(f"done after {format_ms(self.duration_ms)}")
-        parts.append(f"got {self.status}")
+        parts.append(f"got {self.status}" + (" on the socket" if self.asked else ""))
         return ", ".join(parts) + "."
 
 
@@ -163,13 +188,19 @@ class Waterfall:
     plot_right: float = LABEL_W + PLOT_W
 
     @property
+    def socket(self) -> bool:
+        """Every row is a socket session's turn (the chart says responses, not requests)."""
+        return bool(self.rows) and all(row.asked for row in self.rows)
+
+    @property
     def summary(self) -> str:
         """The whole chart in one sentence (the SVG's description)."""
         if not self.rows:
             return "No request yet."
         waits = [row.wait for row in self.rows if row.wait is not None]
         failed = sum(1 for row in self.rows if row.state in ("failed", "rejected", "hung-up"))
-        text = f"{plural(len(self.rows), 'request')} over {format_ms(self.span_ms)}; {failed} did not get a good answer"
+        what = plural(len(self.rows), "response") + " on a socket" if self.socket else plural(len(self.rows), "request")
+        text = f"{what} over {format_ms(self.span_ms)}; {failed} did not get a good answer"
         if waits:
             honoured = sum(1 for w in waits if w.css == "honoured")
             early = sum(1 for w in waits if w.css == "early")
@@ -206,7 +237,9 @@ def nice_step(span_ms: float, ticks: int = 6) -> float:
 
 def _row_of(request: Mapping[str, Any], attempt: int, index: int, t0: datetime) -> dict[str, Any]:
     at = (_time(request["timestamp"]) - t0).total_seconds() * 1000
-    return {"index": index, "turn": request["turn"], "attempt": attempt, "request_ms": at, "end": None}
+    data = request.get("data") or {}
+    asked = asked_by(data) if is_socket(data) else ""
+    return {"index": index, "turn": request["turn"], "attempt": attempt, "request_ms": at, "end": None, "asked": asked}
 
 
 def _collect(rows_in: list[Mapping[str, Any]], t0: datetime) -> tuple[list[dict[str, Any]], dict[int, int]]:
@@ -248,6 +281,8 @@ def _status(row: dict[str, Any], live: bool) -> tuple[str, str]:
         return f"hung up after {format_ms(_number(data.get('after_ms')))}", "hung-up"
     if kind == "rejected":
         return f"{data.get('status', '')} rejected".strip(), "rejected"
+    if row.get("asked"):
+        return socket_status(data, failure)
     if data.get("dropped"):
         return f"dropped ({failure or 'network error'})", "failed"
     status = str(data.get("status") or "")
@@ -305,6 +340,7 @@ def build(
                 retry_after_ms=int(retry_after) if isinstance(retry_after, int | float) else None,
                 frame_ms=_frames(data.get("frame_ms")),
                 chunks=data.get("chunks") if isinstance(data.get("chunks"), int) else None,
+                asked=raw["asked"],
             )
         )
     # The axis begins with the first request's start, which may be a little before its event (see above).
