@@ -45,6 +45,7 @@ REQUESTS = {
         {"anthropic_version": "vertex-2023-10-16", "max_tokens": 16, "messages": MESSAGES},
     ),
     "harness": ("/harness/v1/generate", {"model": "m", "prompt": MESSAGES}),
+    "ollama": ("/api/chat", {"model": "m", "messages": MESSAGES, "stream": False}),
 }
 
 
@@ -67,6 +68,9 @@ def error_message(protocol: str, body: dict[str, Any]) -> str:
     elif protocol in ("bedrock", "bedrock_claude"):  # the exception is named in x-amzn-ErrorType
         assert set(body) == {"message"}
         return body["message"]
+    elif protocol == "ollama":  # a string, not an object
+        assert set(body) == {"error"}
+        return body["error"]
     elif protocol == "harness":
         assert set(body["error"]) == {"message", "param", "requestId"}
     elif protocol in ("azure", "azure_completions"):

@@ -41,8 +41,10 @@ def test_it_answers_without_a_key_by_default(harness_server, transactional_db) -
          403, "Method doesn't allow unregistered callers"),
         ("/openai/deployments/d/chat/completions?api-version=2024-10-21", {"messages": CHAT["messages"]},
          {"x-api-key": "k"}, 401, "Access denied due to missing subscription key."),
+        ("/api/v1/chat/completions", CHAT, {"x-api-key": "k"}, 401, "No auth credentials found"),  # OpenRouter's
     ],
-    ids=["openai-none", "openai-api-key", "anthropic-none", "anthropic-no-version", "gemini-bearer", "azure-x-api-key"],
+    ids=["openai-none", "openai-api-key", "anthropic-none", "anthropic-no-version", "gemini-bearer", "azure-x-api-key",
+         "openrouter-x-api-key"],
 )  # fmt: skip
 def test_it_refuses_a_key_that_did_not_arrive_as_the_provider_does(
     harness_server, transactional_db, path, body, headers, status, message
@@ -59,8 +61,9 @@ def test_it_refuses_a_key_that_did_not_arrive_as_the_provider_does(
         ("/v1beta/models/g:generateContent?key=k", {"contents": [{"parts": [{"text": "hi"}]}]}, {}),
         ("/openai/deployments/d/chat/completions", {"messages": CHAT["messages"]}, {"api-key": "k"}),
         ("/openai/deployments/d/chat/completions", {"messages": CHAT["messages"]}, {"authorization": "Bearer entra"}),
+        ("/api/v1/chat/completions", CHAT, {"authorization": "Bearer k"}),
     ],
-    ids=["openai", "anthropic", "gemini-query", "azure-key", "azure-entra"],
+    ids=["openai", "anthropic", "gemini-query", "azure-key", "azure-entra", "openrouter"],
 )  # fmt: skip
 def test_it_lets_a_key_in_the_providers_own_place_through(
     harness_server, transactional_db, path, body, headers

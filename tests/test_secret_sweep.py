@@ -163,6 +163,21 @@ def _harness() -> dict[str, Any]:
     }
 
 
+def _ollama() -> dict[str, Any]:
+    return {
+        "model": "llama-sweep",
+        "stream": False,  # Ollama streams unless told not to
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "lookup", "arguments": ARGS}}]},
+            {"role": "tool", "content": RESULT, "tool_name": "lookup"},
+            {"role": "user", "content": USER},
+        ],
+        "tools": [{"type": "function", "function": {"name": "lookup", "description": TOOL, "parameters": SCHEMA}}],
+    }
+
+
 # A body per protocol, each carrying the keys in every field it has. A protocol added to the route table without
 # one here fails the sweep (test_every_served_protocol_has_a_body): add its body.
 BODIES: dict[str, Callable[[], dict[str, Any]]] = {
@@ -179,6 +194,7 @@ BODIES: dict[str, Callable[[], dict[str, Any]]] = {
     "cohere": _cohere,
     "bedrock": _bedrock,
     "harness": _harness,
+    "ollama": _ollama,
 }
 # How a protocol whose path says it asks for a stream (the rest say it with "stream": true in the body).
 STREAMED_PATHS = {

@@ -33,6 +33,7 @@ READS: dict[str, tuple[str, ...]] = {
     "cohere": ("authorization",),
     "bedrock": ("authorization",),  # a SigV4 signature (its signature is not verified), or a Bedrock API key (Bearer)
     "bedrock_claude": ("authorization",),
+    "openrouter": ("authorization",),
 }
 # What each provider answers a request without a key it reads (status, message), as the real APIs do.
 MISSING: dict[str, tuple[int, str]] = {
@@ -55,6 +56,7 @@ MISSING: dict[str, tuple[int, str]] = {
 }
 MISSING["azure_completions"] = MISSING["azure"]
 MISSING["cohere"] = (401, "no api key supplied")
+MISSING["openrouter"] = (401, "No auth credentials found")
 MISSING["bedrock"] = MISSING["bedrock_claude"] = (403, bedrock.MISSING_TOKEN)
 # A SigV4 Authorization header, as botocore signs: its parts are checked, its signature is not.
 SIGV4 = re.compile(

@@ -8,7 +8,8 @@ client sees (start, text/thinking/tool-call start, delta and end, done, error) a
 reason, and the error that stopped the stream. Runs and cassettes are both summarised by it, so the two compare
 field for field.
 
-Amazon Bedrock's Converse bodies and binary event streams are read by :mod:`harnessweb.engine.stream_bedrock`.
+Amazon Bedrock's Converse bodies and binary event streams are read by :mod:`harnessweb.engine.stream_bedrock`,
+Ollama's NDJSON by :mod:`harnessweb.engine.stream_ollama`.
 
 Pure: no Django, no I/O. The body is parsed as a client parses it: by lines, whatever the network chunking.
 """
@@ -19,7 +20,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from harnessweb.engine import stream_bedrock
+from harnessweb.engine import stream_bedrock, stream_ollama
 from harnessweb.engine.stream_events import (
     ErrorInfo,
     Folder,
@@ -266,6 +267,7 @@ _READERS = {
     "bedrock": stream_bedrock.converse,  # its event streams: stream_bedrock.event_stream
     "bedrock_claude": _anthropic,
     "harness": _harness,
+    "ollama": stream_ollama.read,
 }
 
 
@@ -296,7 +298,7 @@ def detect(payload: Any) -> str:
         return "bedrock"
     if "finishReason" in payload and isinstance(payload.get("content"), list):
         return "harness"
-    return ""
+    return "ollama" if stream_ollama.is_ollama(payload) else ""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -351,6 +353,9 @@ def _payloads(text: str) -> Iterable[tuple[Any, bool]]:
     try:
         value = json.loads(text)
     except ValueError as exc:
+        if stream_ollama.is_ndjson(text):  # Ollama's stream: one JSON object a line
+            yield from stream_ollama.payloads(text)
+            return
         raise StreamBroken(f"the body is not JSON: {exc}") from None
     if isinstance(value, list):  # Gemini's streamed JSON array: each element one chunk
         for item in value:
@@ -398,7 +403,7 @@ def summarize(
         if not content_type:
             summary.stream_error = "protocol error: missing content-type"
             return summary
-        known = ("text/event-stream", "application/json", stream_bedrock.CONTENT_TYPE)
+        known = ("text/event-stream", "application/json", stream_bedrock.CONTENT_TYPE, stream_ollama.CONTENT_TYPE)
         if content_type not in known and not content_type.endswith("+json"):
             summary.stream_error = f"protocol error: unexpected content-type {content_type}"
             return summary

@@ -28,15 +28,17 @@ from harnessweb.engine.wire import (
     completions,
     gemini,
     harness,
+    ollama,
     openai,
     responses,
     vertex,
     vertex_claude,
 )
 
+# OpenRouter (wire/openrouter.py) is OpenAI's protocol at its own path: a route of routes.py, not a protocol here.
 WIRES: tuple[ModuleType, ...] = (
     openai, anthropic, responses, completions, gemini, azure, azure_completions, vertex, vertex_claude, cohere,
-    bedrock, bedrock_claude, harness,
+    bedrock, bedrock_claude, harness, ollama,
 )  # fmt: skip
 BY_NAME: dict[str, ModuleType] = {wire.PROTOCOL: wire for wire in WIRES}
 
