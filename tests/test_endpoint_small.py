@@ -61,8 +61,8 @@ def test_it_answers_an_unserved_path_with_json_naming_it_and_what_is_served(harn
 
 def test_it_answers_an_unserved_path_in_anthropic_s_format_to_an_anthropic_client(claude):
     with pytest.raises(anthropic.NotFoundError) as caught:
-        claude.get("/v1/files", cast_to=object)
-    assert caught.value.body["type"] == "error" and "/v1/files" in caught.value.body["error"]["message"]
+        claude.get("/v1/fine_tuning/jobs", cast_to=object)
+    assert caught.value.body["type"] == "error" and "/v1/fine_tuning/jobs" in caught.value.body["error"]["message"]
 
 
 def test_it_refuses_a_method_a_path_does_not_take(harness_server):
