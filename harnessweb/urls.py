@@ -31,6 +31,9 @@ urlpatterns = [
     path("", include("runs_app.urls")),
     # Browsers ask for /favicon.ico where a page names no icon (an API answer, a raw artifact).
     path("favicon.ico", RedirectView.as_view(url=static(views.FAVICON))),
+    # Operations: an anonymous health check, and Prometheus metrics (off unless HARNESS_METRICS; a read token).
+    path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
 ]
 
 handler404 = views.page_not_found

@@ -48,6 +48,46 @@ def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
     return HttpResponseRedirect("/")
 
 
+# -- operations -------------------------------------------------------------------------------------------------------
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Anonymous health check (a container's HEALTHCHECK, a load balancer): ``{"status": "ok"}`` once the database
+    answers a query, else a 503 that names no detail (the log has it)."""
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        logger.exception("Health check: the database did not answer")
+        return JsonResponse({"status": "unavailable"}, status=503)
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics (runs_app/metrics.py): a 404 while ``HARNESS_METRICS`` is off; a bearer token (any
+    scope: read is the least) unless ``HARNESS_METRICS_PUBLIC``."""
+    from django.conf import settings
+
+    from harnessweb.apikit import grants
+    from runs_app import metrics as harness_metrics
+    from runs_app import tokens
+
+    if not settings.HARNESS_METRICS:
+        return JsonResponse({"detail": "Not Found: metrics are off (set HARNESS_METRICS=1)"}, status=404)
+    if not settings.HARNESS_METRICS_PUBLIC:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not grants(tokens.authenticate(token.strip()), "read"):
+            response = JsonResponse({"detail": "Unauthorized: send a bearer token of scope read"}, status=401)
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+    body, content_type = harness_metrics.exposition()
+    return HttpResponse(body, content_type=content_type)
+
+
 # -- errors -----------------------------------------------------------------------------------------------------------
 
 
