@@ -17,6 +17,18 @@ _NAMED = {
     "generationConfig", "response_format", "output_format", "output_config", "text",
 }  # fmt: skip
 MAX_CHOICES = 128  # OpenAI's bound on ``n``
+# The members ``demands`` reads (each at the body's top): a body with none of them, or only a token limit among them
+# (Anthropic's required ``max_tokens``), demands nothing else.
+_LIMITS = frozenset({"max_completion_tokens", "max_tokens", "max_output_tokens"})
+_DEMANDING = frozenset({
+    "response_format", "text", "output_config", "output_format", "generationConfig", "outputConfig",
+    "max_completion_tokens", "max_tokens", "max_output_tokens", "inferenceConfig", "stop", "stop_sequences", "n",
+    "logprobs", "include", "top_logprobs", "tool_choice", "toolConfig", "tools",
+})  # fmt: skip
+_NOTHING_DEMANDED: dict[str, Any] = {
+    "max_tokens": None, "stop": (), "choices": 1, "logprobs": None, "required_tools": (), "schema_json": "",
+    "tool_schemas": (),
+}  # fmt: skip
 
 
 def _dig(body: dict[str, Any], *path: str) -> Any:
@@ -192,6 +204,8 @@ def demands(body: dict[str, Any], tools: tuple[str, ...]) -> dict[str, Any]:
     """What a request demands of its answer, as ``ChatRequest`` fields: its limits (token budget, stop sequences),
     its choices and log-probabilities, the tools it requires a call to, the structured output's schema, the offered
     tools' parameter schemas."""
+    if isinstance(body, dict) and body.keys() & _DEMANDING <= _LIMITS:  # most bodies: a model, messages, a limit
+        return {**_NOTHING_DEMANDED, "max_tokens": max_tokens_of(body)}
     schema = requested_schema(body)
     parameters = tool_parameters(body)
     return {

@@ -1,5 +1,6 @@
 """A call: one request as the code under test sent it and what it got (:class:`Call`), built from the neutral
-request and its body as sent (``call_from``: the pytest plugin's in-process transport), or from the events a run
+request and its body as sent (``call_from``; ``call_later`` builds the same fields when first read: the pytest
+plugin's in-process history, most of whose calls are never read), or from the events a run
 recorded (``calls_from_events``: the server's ``GET /api/runs/{id}/calls``, which the plugin's server mode and the
 npm package read). One place turns a request into a call's fields, whichever side of the wire asks.
 
@@ -8,6 +9,7 @@ Pure: no Django, no I/O.
 
 from __future__ import annotations
 
+import datetime
 import time
 from copy import deepcopy
 from dataclasses import dataclass, field, fields
@@ -24,6 +26,10 @@ from harnessweb.engine.wire.common import WireError
 UNSET: Any = object()
 # What a call's dict leaves out: the body as sent, what answered it beyond the record, and its clock.
 _NOT_IN_DICT = frozenset({"body", "configured", "answer", "started"})
+# The fields ``call_later`` leaves to be built when first read (everything read from the body, redacted).
+_LATER = frozenset(
+    {"path", "messages", "system", "prompt", "tools", "schema", "max_tokens", "params", "body", "timestamp"}
+)
 # What a call's record keeps of its response event.
 RESPONSE_KEPT = ("text", "reasoning", "tool_calls", "finish_reason", "usage", "chunks")
 
@@ -117,6 +123,24 @@ class Call:
         names = ({f.name for f in fields(cls)} - _NOT_IN_DICT) | {"body"}
         return cls(**{name: value for name, value in record.items() if name in names})
 
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for an attribute not set: a field ``call_later`` left to build, built now (with the others).
+        pending = self.__dict__.pop("_pending", None) if name in _LATER else None
+        if pending is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        request, body, path, clock = pending
+        built = _recorded(request, body, path)
+        built["timestamp"] = datetime.datetime.fromtimestamp(clock, datetime.UTC).isoformat()
+        for key, value in built.items():  # a field set since (the llm boundary's schema) stays as set
+            self.__dict__.setdefault(key, value)
+        return self.__dict__[name]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or a pickle holds the call's fields built, never the unredacted body they are built from."""
+        if "_pending" in self.__dict__:
+            self.body  # noqa: B018 (builds the fields)
+        return self.__dict__
+
     def finish(self) -> None:
         """The call's response has been read to its end (or cut): its duration is known."""
         self.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
@@ -125,23 +149,42 @@ class Call:
 def call_from(request: ChatRequest, body: dict[str, Any], path: str, timestamp: str) -> Call:
     """The call a request makes, from the neutral request and its body as sent; secrets redacted (a key in a
     message, the body or a URL is kept as its marker and fingerprint, as the server records it)."""
-    return Call(
-        protocol=request.protocol,
-        model=request.model,
-        path=redact_url(path),
-        messages=[{"role": m.role, "content": redact_text(m.text)} for m in request.messages],
-        system=redact_text(request.system),
-        prompt=redact_text(request.last_user),
-        tools=list(request.tools),
-        schema=asked.requested_schema(body),
-        temperature=request.temperature,
-        top_p=request.top_p,
-        max_tokens=asked.max_tokens_of(body),
-        params=redact_json(asked.params_of(body)),
-        stream=request.stream,
-        timestamp=timestamp,
-        body=redact_json(body),
-    )
+    return Call(**_at_once(request), timestamp=timestamp, **_recorded(request, body, path))
+
+
+def call_later(request: ChatRequest, body: dict[str, Any], path: str, clock: float) -> Call:
+    """:func:`call_from`'s call, whose fields read from the body (and its timestamp, from ``clock``: a
+    ``time.time()``) are built when one of them is first read: the in-process history, where most calls are never
+    read. The request and body must not change after (the caller's own: a body it parsed, options it built)."""
+    call = Call.__new__(Call)  # the other fields keep their defaults (class attributes) until set
+    call.__dict__.update(_at_once(request), started=time.perf_counter(), _pending=(request, body, path, clock))
+    return call
+
+
+def _at_once(request: ChatRequest) -> dict[str, Any]:
+    """A call's fields read from the neutral request alone (what the history filters on at once)."""
+    return {
+        "protocol": request.protocol,
+        "model": request.model,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "stream": request.stream,
+    }
+
+
+def _recorded(request: ChatRequest, body: dict[str, Any], path: str) -> dict[str, Any]:
+    """A call's fields read from the request's messages and its body as sent, secrets redacted."""
+    return {
+        "path": redact_url(path),
+        "messages": [{"role": m.role, "content": redact_text(m.text)} for m in request.messages],
+        "system": redact_text(request.system),
+        "prompt": redact_text(request.last_user),
+        "tools": list(request.tools),
+        "schema": asked.requested_schema(body),
+        "max_tokens": asked.max_tokens_of(body),
+        "params": redact_json(asked.params_of(body)),
+        "body": redact_json(body),
+    }
 
 
 def schema_name(schema: dict[str, Any] | None) -> str | None:

@@ -109,13 +109,18 @@ def redact_value(value: str) -> str:
     return marker(value)
 
 
-def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Headers (lower-case names) as recorded: each secret's value replaced by the marker, key shapes in the others
-    too."""
-    return {
-        name: (redact_value(value) if name.lower() in SECRET_HEADERS else redact_text(value))
+class Redacted(dict[str, str]):
+    """Headers as :func:`redact_headers` recorded them: what :func:`redact_json` would make of them already, so that
+    :func:`redact_json` and :func:`redact_data` leave them as they are rather than scan them again."""
+
+
+def redact_headers(headers: Mapping[str, str]) -> Redacted:
+    """Headers (lower-case names) as recorded: each secret's value (a secret header's, or a member's named like a
+    secret) replaced by the marker, key shapes in the others and in the names too."""
+    return Redacted(
+        (redact_text(name), redact_value(value) if name.lower() in SECRET_MEMBERS else redact_text(value))
         for name, value in headers.items()
-    }
+    )
 
 
 def redact_url(url: str) -> str:
@@ -177,6 +182,8 @@ def redact_json(value: Any) -> Any:
     # recorder keep, and a number or null is left as it is without asking whether it is a mapping.
     if isinstance(value, str):
         return redact_text(value)
+    if isinstance(value, Redacted):
+        return value
     if isinstance(value, dict):
         return _redact_members(value)
     if isinstance(value, list | tuple):
@@ -232,8 +239,12 @@ def redact_data(value: Any) -> Any:
     """:func:`redact_json` after one look at the value's JSON text: the value itself when nothing in it can be a
     secret (most of a run's events), so that recording pays a serialisation and a few substring checks rather than a
     walk."""
+    # A request event's headers (Redacted) are scanned as an empty object: their secrets are markers already.
+    scanned = value
+    if isinstance(value, dict) and isinstance(value.get("headers"), Redacted):
+        scanned = {**value, "headers": {}}
     try:
-        text = orjson.dumps(value).decode()
+        text = orjson.dumps(scanned).decode()
     except (orjson.JSONEncodeError, TypeError):
         return redact_json(value)
     return redact_json(value) if _suspect(text) else value

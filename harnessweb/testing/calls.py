@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 # The plugin's history is read here: its calls and how a request becomes one live in the core.
-from harnessweb.engine.calls import UNSET, Call, call_from, schema_name
+from harnessweb.engine.calls import UNSET, Call, call_from, call_later, schema_name
 
-__all__ = ["Call", "assert_called_with", "call_from", "call_out", "describe", "differences", "schema_name"]
+__all__ = [
+    "Call", "assert_called_with", "call_from", "call_later", "call_out", "describe", "differences", "schema_name",
+]  # fmt: skip
 
 
 def call_out(call: Call) -> dict[str, Any]:

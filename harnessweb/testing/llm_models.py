@@ -28,6 +28,7 @@ from harnessweb.engine.exchange import ChatRequest, Message, word_chunks
 from harnessweb.testing.calls import Call
 
 LLM_PATH = "llm"
+_SCALARS = frozenset({str, int, float, bool})
 _HARNESS_DEFAULT: Any = object()  # a model whose default_response was never set answers the harness's
 
 
@@ -146,7 +147,7 @@ def _request(model_id: str, prompt: llm.Prompt, conversation: Any, stream: bool)
         messages.append(Message("user", earlier.prompt.prompt or ""))
         messages.append(Message("assistant", earlier.text_or_raise()))
     messages.append(Message("user", prompt.prompt or ""))
-    options = {k: v for k, v in prompt.options.model_dump().items() if v is not None}
+    options = {k: v for k, v in _options_set(prompt.options).items() if v is not None}
     request = ChatRequest(
         protocol="llm",
         model=model_id,
@@ -159,6 +160,15 @@ def _request(model_id: str, prompt: llm.Prompt, conversation: Any, stream: bool)
         schema_json=orjson.dumps(prompt.schema).decode() if isinstance(prompt.schema, dict) else "",
     )
     return request, options
+
+
+def _options_set(options: llm.Options) -> dict[str, Any]:
+    """``options.model_dump()``, without its cost when every value is a plain scalar (as options are): the fields
+    in order, then the extra options; anything else (a list, a model) is dumped, a copy of its own."""
+    values = {**options.__dict__, **(options.__pydantic_extra__ or {})}
+    if all(value is None or type(value) in _SCALARS for value in values.values()):
+        return values
+    return options.model_dump()
 
 
 def _answer(model: Any, prompt: llm.Prompt, response: llm.Response, conversation: Any, stream: bool) -> list[str]:

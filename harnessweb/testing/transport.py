@@ -19,7 +19,7 @@ from harnessweb.engine.respond import Outgoing
 def _parts(lib: ModuleType, harness: Any, request: Any) -> tuple[Outgoing, list[tuple[bytes, bytes]], Any]:
     url = request.url
     query = url.query.decode("latin-1") if isinstance(url.query, bytes) else str(url.query)
-    headers = {k.lower(): v for k, v in request.headers.items()}
+    headers = dict(request.headers.items())  # httpx's names lower-case, repeated ones joined
     try:
         return harness.exchange(request.method, url.path, query, headers, request.read())
     except (OSError, TimeoutError) as exc:
@@ -35,8 +35,10 @@ def _read_timeout(request: Any) -> float | None:
 
 def _held_too_long(out: Outgoing, request: Any) -> float | None:
     """The client's read timeout, when the held failure outlasts it (the client gives up first)."""
+    if not out.hold_ms:
+        return None
     limit = _read_timeout(request)
-    return limit if out.hold_ms and limit is not None and out.hold_ms / 1000 > limit else None
+    return limit if limit is not None and out.hold_ms / 1000 > limit else None
 
 
 def _paced(out: Outgoing) -> Iterator[tuple[float, bytes]]:
@@ -48,6 +50,8 @@ def _paced(out: Outgoing) -> Iterator[tuple[float, bytes]]:
 
 def _stalled_too_long(lib: ModuleType, pause: float, request: Any) -> float | None:
     """The client's read timeout, when a pause between frames outlasts it (the client gives up first)."""
+    if not pause:  # most frames: none outlasts a timeout
+        return None
     limit = _read_timeout(request)
     return limit if limit is not None and pause > limit else None
 

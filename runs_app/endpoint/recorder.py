@@ -5,7 +5,7 @@ turn that simulates failures, which must be atomic across processes). Its last f
 batch that holds its events (:meth:`Recorder.durable`), and requests that end together share one commit: once a
 client has the end of a response, every reader sees the run and that response's events. The commit runs on
 Django's thread, or, on a SQLite file while no other request is being answered, on the event loop's own thread
-(``loop_sqlite``: no thread hop, the same WAL commit).
+(``loop_sqlite``: no thread hop, the same WAL commit), made by the waiting response itself when no flush is under way.
 
 Runs live in a bounded in-process index; a run this process has not seen is looked up in the database, so a
 conversation that moves between workers keeps its run once the earlier worker has flushed. When another process
@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import logging
 import uuid
 from collections import OrderedDict
@@ -34,7 +33,6 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 from django.db import (
     DatabaseError,
@@ -47,10 +45,12 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from harnessweb.engine.redaction import redact_text
+from runs_app import metrics
 from runs_app.closing import still_open
 from runs_app.endpoint import loop_sqlite, writes
+from runs_app.endpoint.broadcasting import RUNS_GROUP, broadcast, event_payload, group_name, watched
 from runs_app.endpoint.writes import PendingEvent
-from runs_app.models import AttemptCounter, Run, RunEvent
+from runs_app.models import AttemptCounter, Run
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
@@ -91,14 +91,6 @@ class RunState:
         }
 
 
-RUNS_GROUP = "runs"
-
-
-@functools.lru_cache(maxsize=4096)
-def group_name(run_id: uuid.UUID | str) -> str:
-    return f"run-{run_id}"
-
-
 class Recorder:
     """One per process: the run index, the pending writes and the task that flushes them."""
 
@@ -106,6 +98,7 @@ class Recorder:
         self.by_id: OrderedDict[uuid.UUID, RunState] = OrderedDict()
         self.by_key: dict[str, RunState] = {}
         self.pending_events: list[PendingEvent] = []
+        metrics.watch_queue(lambda: len(self.pending_events))
         self.dirty: dict[uuid.UUID, RunState] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -121,6 +114,7 @@ class Recorder:
         self.failures = 0
         self.dropped: dict[uuid.UUID, int] = {}
         self.writing = not settings.HARNESS_BENCH_NO_RECORD
+        self._lock = asyncio.Lock()  # one flush at a time: a generation is committed after the ones before it
         self.responding = 0  # requests this process is answering now (the endpoint's consumer counts them)
 
     # -- runs ----------------------------------------------------------------------------------------------------
@@ -193,6 +187,17 @@ class Recorder:
         if self.failures:  # the database is down: answer now, the events land when it is back
             self._schedule()
             return False
+        if self.responding == 1 and not self._lock.locked() and loop_sqlite.here():
+            # Committed here and now, on the loop (``_write``): no wake-up of the flusher, no waiter, no loop turn
+            # between the last frame and its commit. Another writer's lock (None) leaves the batch to the flusher;
+            # a batch the database refused stays queued, and the flusher retries it.
+            async with self._lock:
+                done = await self._flush(here=True)
+            if done and self.committed >= target:
+                return True
+            if done is False:
+                self._schedule()
+                return False
         self._schedule()
         self._urgent.set()
         waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -261,6 +266,7 @@ class Recorder:
 
     def _note_drops(self) -> None:
         """Record on each run how many of its events the buffer dropped (after the database came back)."""
+        metrics.observe_flush(0, sum(self.dropped.values()))
         for run_id, count in self.dropped.items():
             state = self.by_id.get(run_id)
             if state is not None:
@@ -273,9 +279,18 @@ class Recorder:
         the database refused it (the batch stays queued)."""
         if not self.dirty and not self.pending_events:
             return True
+        async with self._lock:
+            return await self._flush()
+
+    async def _flush(self, here: bool = False) -> bool | None:
+        if not self.dirty and not self.pending_events:  # (another flush took them while this one waited)
+            return True
         generation, runs, events = self._take_batch()
         try:
-            events = await self._write(runs, events)
+            events = await self._write(runs, events, here)
+        except loop_sqlite.Busy:  # (``here`` only) queued again as it was, for the flusher's thread
+            self._put_back(runs, events)
+            return None
         except (DataError, IntegrityError):  # a batch the database refuses for good: dropped, counted, not retried
             log.exception("Dropped a batch the database refuses (%d runs, %d events)", len(runs), len(events))
             for event in events:
@@ -296,29 +311,35 @@ class Recorder:
         if self.dropped:
             self._note_drops()
         self._renumbered(events)
+        metrics.observe_flush(len(events))
         self.committed = max(self.committed, generation)
         self._release(True)
         # One message per run and one for the runs list per batch, however many events it holds: with Redis every
         # message is a round trip, and a page re-reads what changed anyway.
-        by_run: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        by_run: dict[uuid.UUID, list[PendingEvent]] = {}
         for event in events:
-            if watched(group_name(event.run_id)):
-                by_run.setdefault(event.run_id, []).append(event_payload(event))
-        for run_id, payloads in by_run.items():
-            await broadcast(group_name(run_id), {"type": "run.events", "run": str(run_id), "events": payloads})
+            by_run.setdefault(event.run_id, []).append(event)
+        for run_id, of_run in by_run.items():  # (each run's group looked at once, its messages built if watched)
+            if watched(group := group_name(run_id)):
+                payloads = [event_payload(event) for event in of_run]
+                await broadcast(group, {"type": "run.events", "run": str(run_id), "events": payloads})
         if runs and watched(RUNS_GROUP):  # the runs list shows new runs and status changes live
             changed = [{"run": str(run["id"]), "status": run["status"]} for run in runs]
             await broadcast(RUNS_GROUP, {"type": "runs.changed", "runs": changed})
         return True
 
-    async def _write(self, runs: list[dict[str, Any]], events: list[PendingEvent]) -> list[PendingEvent]:
+    async def _write(self, runs: list[dict[str, Any]], events: list[PendingEvent], here: bool) -> list[PendingEvent]:
         """The batch committed on Django's thread; on this one (``loop_sqlite``: no thread hop) when the database is
-        a SQLite file and the request waiting is the only one being answered: with others in flight the loop has
-        their frames to send, which a commit here would hold back (1,000 paced streams ending together fell 70 to
-        150 ms behind), while on the thread the responses ending meanwhile share the next commit."""
-        if self.responding == 1 and loop_sqlite.here():
-            with contextlib.suppress(loop_sqlite.Busy):  # another connection holds the lock: the thread may wait
+        a SQLite file and the request waiting is the only one being answered (or ``here``: then on this one only,
+        else :class:`loop_sqlite.Busy`): with others in flight the loop has their frames to send, which a commit
+        here would hold back (1,000 paced streams ending together fell 70 to 150 ms behind), while on the thread
+        the responses ending meanwhile share the next commit."""
+        if here or (self.responding == 1 and loop_sqlite.here()):
+            try:
                 return loop_sqlite.write(runs, events)
+            except loop_sqlite.Busy:  # another connection holds the lock: the thread may wait for it
+                if here:
+                    raise
         return await sync_to_async(writes.write)(runs, events)
 
     def _renumbered(self, events: list[PendingEvent]) -> None:
@@ -356,32 +377,6 @@ async def while_up(read: Any, *args: Any) -> Any:
     except DatabaseError as exc:
         log.warning("The database did not answer %s (%s): answering without it", read.__name__, exc)
         return None
-
-
-def watched(group: str) -> bool:
-    """Whether a message to a group may reach anyone: the in-memory layer knows its groups (and sweeps all its
-    channels on every send, so the groups nobody watches are skipped, their messages not even built); another
-    layer is always sent to."""
-    layer = get_channel_layer()
-    return layer is not None and (not isinstance(layer, InMemoryChannelLayer) or group in layer.groups)
-
-
-async def broadcast(group: str, message: dict[str, Any]) -> None:
-    if not watched(group):
-        return
-    with contextlib.suppress(Exception):  # a full or unreachable layer must not stop recording or streaming
-        await get_channel_layer().group_send(group, message)
-
-
-def event_payload(event: PendingEvent | RunEvent) -> dict[str, Any]:
-    return {
-        "run": str(event.run_id),
-        "seq": event.seq,
-        "timestamp": event.timestamp.isoformat(),
-        "kind": event.kind,
-        "turn": event.turn,
-        "data": event.data,
-    }
 
 
 def _load_run(run_id: uuid.UUID) -> RunState | None:

@@ -2,12 +2,16 @@
 (no server, no sockets), under cProfile, with recording on and the durable wait as served.
 
     .venv/bin/python tests/benchmarks/profile_endpoint.py [--requests 3000] [--concurrency 16] [--top 25]
-        [--no-record]
+        [--no-record] [--plain] [--steps]
 
 It uses a fresh SQLite database in ``tests/benchmarks/.work/profile.sqlite3``, stores the load benchmark's scenario,
 warms up, then prints our code's CPU time per request (the wall time of the whole batch divided by the requests:
 one process, one core) and the profile's top lines by own time and by cumulative time. ``--no-record`` measures the
-same with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``).
+same with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``). ``--plain`` sends
+the request without ``stream`` (one frame). ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
+times each request and each step of its commit on the loop's own connection (``loop_sqlite``: the redaction, the
+values prepared, ``BEGIN``, each statement, ``COMMIT``), and the same requests with recording off in the same
+process, round by round, instead of the profile.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ import io
 import json
 import os
 import pstats
+import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent.parent
@@ -93,19 +99,101 @@ async def one(app: object, body: bytes) -> bytes:
     return b"".join(sent)
 
 
-async def drive(app: object, requests: int, concurrency: int) -> tuple[float, float]:
+async def drive(app: object, requests: int, concurrency: int, plain: bool = False) -> tuple[float, float]:
     """The batch's wall time and the process's CPU time (the writer's thread included), in seconds."""
-    body = json.dumps(REQUEST).encode()
+    body = json.dumps({**REQUEST, "stream": False} if plain else REQUEST).encode()
     queue = iter(range(requests))
 
     async def worker() -> None:
         for _ in queue:
             answer = await one(app, body)
-            assert answer.endswith(b"data: [DONE]\n\n"), answer[-200:]
+            assert answer.endswith(b"}" if plain else b"data: [DONE]\n\n"), answer[-200:]
 
     started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return time.perf_counter() - started, time.process_time() - cpu
+
+
+class Timed:
+    """A ``sqlite3`` connection whose statements are timed by their first word (``BEGIN``, ``INSERT``, ``COMMIT``)."""
+
+    def __init__(self, db: Any, steps: dict[str, list[float]]) -> None:
+        self.db, self.steps = db, steps
+
+    def _timed(self, call: Any, sql: str, *args: Any) -> Any:
+        started = time.perf_counter_ns()
+        result = call(sql, *args)
+        name = sql.split()[0] if " INTO " not in sql else sql.split('"')[1]  # (an insert: its table)
+        self.steps.setdefault(name, []).append((time.perf_counter_ns() - started) / 1000)
+        return result
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        return self._timed(self.db.execute, sql, *args)
+
+    def executemany(self, sql: str, *args: Any) -> Any:
+        return self._timed(self.db.executemany, sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def steps(app: object, loop: asyncio.AbstractEventLoop, args: argparse.Namespace) -> None:
+    """Each request's time with recording on and off (rounds taking turns) and each step of its commit, µs."""
+    from runs_app.endpoint import loop_sqlite
+    from runs_app.endpoint.recorder import get_recorder
+
+    found: dict[str, list[float]] = {}
+
+    def timed(name: str, call: Any) -> Any:
+        def run(*a: Any, **k: Any) -> Any:
+            started = time.perf_counter_ns()
+            try:
+                return call(*a, **k)
+            finally:
+                found.setdefault(name, []).append((time.perf_counter_ns() - started) / 1000)
+
+        return run
+
+    writer = loop_sqlite.writer
+
+    def timed_writer() -> Any:
+        current = writer()
+        if not isinstance(current.db, Timed):
+            current.db = Timed(current.db, found)
+        return current
+
+    loop_sqlite.writer = timed_writer
+    loop_sqlite.redacted = timed("redaction", loop_sqlite.redacted)
+    loop_sqlite.Plan.params = timed("values prepared", loop_sqlite.Plan.params)
+    loop_sqlite.write = timed("the whole commit (loop_sqlite.write)", loop_sqlite.write)
+    body = json.dumps({**REQUEST, "stream": not args.plain}).encode()
+
+    async def calls(n: int) -> list[float]:
+        times = []
+        for _ in range(n):
+            started = time.perf_counter_ns()
+            await one(app, body)
+            times.append((time.perf_counter_ns() - started) / 1000)
+        return times
+
+    recorder = get_recorder()
+    by_mode: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(3):
+        for writing in (True, False):
+            recorder.writing = writing
+            if writing:
+                found.clear()
+            by_mode[writing].append(statistics.median(loop.run_until_complete(calls(args.requests))))
+    kind = "plain" if args.plain else "streamed"
+    print(f"{args.requests} {kind} requests one after another, 3 rounds each, recording on and off taking turns")
+    for writing, medians in by_mode.items():
+        print(f"  request, recording {'on ' if writing else 'off'}: median by round {[round(m) for m in medians]} µs")
+    print("The last round's steps, µs (median, p90):")
+    for name, values in found.items():
+        ordered = sorted(values)
+        print(
+            f"  {name:<40} {statistics.median(ordered):7.1f} {ordered[int(0.9 * len(ordered))]:7.1f}  ({len(values)})"
+        )
 
 
 def main() -> None:
@@ -114,18 +202,22 @@ def main() -> None:
     parser.add_argument("--concurrency", "-c", type=int, default=16)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--plain", action="store_true", help="the request without stream (one frame)")
+    parser.add_argument("--steps", action="store_true", help="each request and commit step timed, -c 1 (no profile)")
     args = parser.parse_args()
     app = setup(args.no_record)
     import uvloop
 
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
-    loop.run_until_complete(drive(app, 300, args.concurrency))  # warm-up
-    rounds = [loop.run_until_complete(drive(app, args.requests, args.concurrency)) for _ in range(3)]
+    loop.run_until_complete(drive(app, 300, args.concurrency, args.plain))  # warm-up
+    if args.steps:
+        return steps(app, loop, args)
+    rounds = [loop.run_until_complete(drive(app, args.requests, args.concurrency, args.plain)) for _ in range(3)]
     wall, cpu = min(r[0] for r in rounds), min(r[1] for r in rounds)
     profiler = cProfile.Profile()
     profiler.enable()
-    loop.run_until_complete(drive(app, args.requests, args.concurrency))
+    loop.run_until_complete(drive(app, args.requests, args.concurrency, args.plain))
     profiler.disable()
     print(f"{args.requests} requests, concurrency {args.concurrency}, recording {'off' if args.no_record else 'on'}")
     per = 1e6 / args.requests
