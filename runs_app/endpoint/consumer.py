@@ -19,26 +19,17 @@ from asgiref.sync import sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
-from django.utils import timezone
 
-from harnessweb.engine import configured, keys, respond, routes
-from harnessweb.engine.exchange import (
-    ChatRequest,
-    Decision,
-    Failure,
-    InvalidRequest,
-    NothingMatched,
-    ScenarioNotFound,
-)
-from harnessweb.engine.playback import check_key, decide
+from harnessweb.engine import keys, respond, routes
+from harnessweb.engine.exchange import ChatRequest, Decision, Failure
 from harnessweb.engine.redaction import redact_headers
-from harnessweb.engine.routes import SCENARIO_HEADER, UNMATCHED_HEADER
+from harnessweb.engine.routes import SCENARIO_HEADER
 from harnessweb.engine.wire import embeddings, responses
 from harnessweb.engine.wire.common import Encoded, Piece, WireError
-from runs_app.endpoint import cassette_replay, conversations, current, inflight, scripts
+from runs_app import metrics
+from runs_app.endpoint import cassette_replay, conversations, current, inflight, scripts, steps
 from runs_app.endpoint.connection import close_connection
-from runs_app.endpoint.recorder import RunState, get_recorder, take_attempt, while_up
-from runs_app.lifecycle import Refused, Replied, closes, next_status
+from runs_app.endpoint.recorder import RunState, get_recorder, while_up
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
@@ -76,6 +67,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.protocol = routes.error_wire(scope["path"], self.headers)
         self.started = time.perf_counter()
         self.first_byte: float | None = None
+        self.status = 0  # the response's status, for the metrics
         self.frame_ms: list[int] = []  # when each frame went out, ms after the first byte (the response event's)
         self.run: RunState | None = None
         self.turn: int | None = None
@@ -93,6 +85,15 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 elapsed = round((time.perf_counter() - self.started) * 1000, 3)
                 get_recorder().event(self.run, "client_disconnected", self.turn, {"after_ms": elapsed})
         finally:
+            first_byte = None if self.first_byte is None else self.first_byte - self.started
+            metrics.observe_request(
+                self.protocol.PROTOCOL,
+                scope["method"],
+                scope["path"],
+                self.status,
+                time.perf_counter() - self.started,
+                first_byte,
+            )
             get_recorder().responding -= 1
             inflight.end(self.request_id)
             if self._disconnect is not None:
@@ -161,6 +162,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             headers.append((b"x-harness-run", str(self.run.id).encode()))
         headers.append((self.protocol.REQUEST_ID_HEADER, self.request_id.encode()))
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
+        self.status = encoded.status
         await self.send_headers(status=encoded.status, headers=headers)
         if stall_ms and frames:
             # ASGI lets a server hold the start until the first body message (daphne does: Twisted writes the
@@ -246,7 +248,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 return await self.reply(self._error(404, f"Response with id '{route.param}' not found."))
             return await self.reply(responses.encode_object(kept))
         media_type = self.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if media_type in FORM_TYPES:
+        if media_type in FORM_TYPES and not hasattr(route.wire, "read_body"):  # a form its wire reads (audio)
             message = f"Content-Type {media_type} is not supported here: send the body as JSON (application/json)"
             return await self.reply(self._error(400, message, "content-type"))
         try:
@@ -303,64 +305,26 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         )
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
         taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
-        failure = None
-        scenario = None  # the scenario played, when one is (a configured answer plays none)
-        if taken is not None and taken.entry is not None:
-            key = settings.HARNESS_SIGNATURE_KEY
-            decision, failure = configured.play(taken.entry, request, taken.index, key)
-        else:
-            catalog = cached_catalog() or await sync_to_async(current_catalog)()
-            named = self.headers.get(SCENARIO_HEADER) or (taken.scenario if taken is not None else "") or None
-            try:
-                decision = decide(
-                    catalog,
-                    request,
-                    header_scenario=named,
-                    pacing_enabled=settings.HARNESS_PACING,
-                    signature_key=settings.HARNESS_SIGNATURE_KEY,
-                    unmatched_error=self.headers.get(UNMATCHED_HEADER, settings.HARNESS_UNMATCHED).lower() == "error",
-                    default_usage=settings.HARNESS_DEFAULT_USAGE,
-                )
-            except ScenarioNotFound as exc:
-                return await self.refuse(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)")
-            except NothingMatched as exc:
-                return await self.refuse(404, str(exc))
-            except InvalidRequest as exc:
-                return await self.refuse(400, str(exc))
-            scenario = catalog.by_id.get(decision.scenario_id)
+        catalog = cached_catalog() or await sync_to_async(current_catalog)()
+        try:
+            decision, failure = steps.played(catalog, request, self.headers, taken, settings.HARNESS_PACING)
+        except steps.Refusal as refusal:
+            return await self.refuse(refusal.status, refusal.message)
+        scenario = catalog.by_id.get(decision.scenario_id)  # the scenario played (a configured answer plays none)
         if (refused := await self.key_refusal(scenario)) is not None:
             return await self.refuse(refused.status, refused.message, refused.encoded)
-        if taken is not None and taken.expect_key is not None:  # the key the run's test expects of every request
-            checked = check_key(decision, request, taken.expect_key, settings.HARNESS_SIGNATURE_KEY)
-            decision, failure = checked, (failure if checked is decision else None)
-        changes: dict[str, Any] = {"mode": decision.mode}
-        if decision.scenario_id:
-            changes["scenario_id"] = decision.scenario_id
-        recorder.update(run, **changes)
-        recorder.event(
-            run,
-            "match",
-            decision.turn,
-            {
-                "mode": decision.mode,
-                "scenario": decision.scenario_id,
-                "turn": decision.turn,
-                "notes": list(decision.notes),
-            },
-        )
-        recorder.event(run, "validation", decision.turn, {"ok": not decision.problem, "problem": decision.problem})
+        steps.matched(recorder, run, decision)
         if await cassette_replay.from_scenario(self, scenario):  # a scenario that names a cassette
             return
 
         if failure is not None:  # a configured failure kind: one attempt of as many as the script gives
             return await self.fail(decision, request, failure, 1, 1)
-        if decision.failure is not None and run.id:
-            attempt = await while_up(
-                take_attempt, run.id, decision.turn, decision.counter, decision.failures_before_success
-            )
-            if attempt:
-                return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)
-        await self.serve(decision, request)
+        if decision.failure is not None and run.id and (attempt := await steps.attempt(run, decision)):
+            return await self.fail(decision, request, decision.failure, attempt, decision.failures_before_success)
+        problem = ""
+        if steps.expects_calls(decision, scenario):  # the scripted end of a scenario that expects MCP calls
+            problem = await steps.unmet_call(recorder, run, decision, scenario)
+        await self.serve(decision, request, problem)
 
     async def key_refusal(self, scenario: Any = None) -> respond.KeyRefusal | None:
         """The provider's refusal when keys must arrive and this request's did not (``respond.key_refusal``, every
@@ -371,19 +335,16 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         return respond.key_refusal(self.route, self.headers, self.query_key, required, scenario, self.request_id)
 
     async def refuse(self, status: int, message: str, encoded: Encoded | None = None) -> None:
-        recorder = get_recorder()
         run = self.run
         assert run is not None
+        recorder = get_recorder()
+        await self.reply(
+            encoded or self._error(status, message),
+            finish=lambda: steps.refused(recorder, run, self.turn, status, message),
+        )
 
-        def finish() -> None:
-            recorder.event(run, "rejected", self.turn, {"status": status, "message": message})
-            change = next_status(run.status, Refused(message, turns_served=len(run.turns_served)))
-            if change is not None:
-                recorder.update(run, status=change.status, status_reason=change.reason)
-
-        await self.reply(encoded or self._error(status, message), finish=finish)
-
-    async def serve(self, decision: Decision, request: ChatRequest) -> None:
+    async def serve(self, decision: Decision, request: ChatRequest, problem: str = "") -> None:
+        """A reply sent; at the run's scripted end ``problem`` (an expected tool call never made) fails the run."""
         reply = decision.reply
         if request.keep:
             reply = respond.own_reply(request, reply)
@@ -397,52 +358,23 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         def finish() -> None:
             summary = respond.response_summary(decision, out.encoded)
             summary.update(self._timings(), status=out.encoded.status, stream=request.stream, model=request.model)
-            recorder.event(run, "response", decision.turn, summary)
-            served = run.turns_served | {decision.turn}
-            changes: dict[str, Any] = {"turns_served": served}
-            skipped = [t for t in decision.scripted_turns if t not in served] if decision.completes_run else []
-            ends_run = decision.completes_run or decision.mode != "scenario"
-            replied = Replied(decision.problem, tuple(skipped), ends_run, scripted_end=decision.completes_run)
-            change = next_status(run.status, replied)
-            if change is not None:
-                changes.update(status=change.status, status_reason=change.reason)
-                changes["finished_at"] = timezone.now() if change.finished else None  # (None: an abandoned run resumed)
-            if closes(replied):  # its conversation's next request starts a new run
-                changes["closed"] = True
-            recorder.update(run, **changes)
+            steps.served(recorder, run, decision, summary, problem)
 
         await self.send_out(out, finish)
 
     async def fail(self, decision: Decision, request: ChatRequest, failure: Failure, attempt: int, of: int) -> None:
-        assert self.run is not None
-        recorder = get_recorder()
-        data = {
-            "status": failure.status,
-            "message": failure.message,
-            "attempt": attempt,
-            "of": of,
-            "retryable": failure.retryable,
-            "retry_after_ms": failure.retry_after_ms,
-        }
         run = self.run
-        recorder.event(run, "failure_injected", decision.turn, data)
+        assert run is not None
+        recorder = get_recorder()
+        metrics.observe_failure(failure.status)
+        steps.injected(recorder, run, decision.turn, failure, attempt, of)
         hold = settings.HARNESS_TIMEOUT_HOLD_MS
         out = respond.failure_outgoing(self.protocol, failure, decision, request, self.request_id, hold)
         dropped = out.drop_after is not None
+        status = None if dropped else out.encoded.status
 
         def finish() -> None:
-            recorder.event(
-                run,
-                "response",
-                decision.turn,
-                {
-                    **self._timings(),
-                    "status": None if dropped else out.encoded.status,
-                    "failure": failure.status,
-                    "stream": request.stream,
-                    "dropped": dropped,
-                },
-            )
+            steps.failed(recorder, run, decision.turn, self._timings(), status, failure, request.stream, dropped)
 
         await self.send_out(out, finish)
 
