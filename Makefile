@@ -79,10 +79,23 @@ examples: migrate
 login: server-setup
 	@$(BIN)/python manage.py login_link --base-url http://$(HOST):$(PORT)
 
+# make run TLS=1: HTTPS and WSS on the same port (google-genai opens Gemini Live over wss:// only), with the
+# certificate `harness serve --tls` uses: a local CA made on first use in HARNESS_TLS_DIR (~/.cache/harnessweb/tls);
+# clients trust the CA file printed (SSL_CERT_FILE for Python, NODE_EXTRA_CA_CERTS for node).
+TLS ?=
+SCHEME := $(if $(TLS),https,http)
+TLS_FILES := 'exec("import sys\nfrom harnessweb import serving\ntry: print(*serving.certificates(sys.argv[1]), sep=\"\\n\")\nexcept serving.ServeError as e: sys.exit(f\"make run TLS=1: {e}\")")'
 run: examples
-	@$(BIN)/python manage.py login_link --base-url http://$(HOST):$(PORT)
-	@echo "Serving on http://$(HOST):$(PORT)/ (OpenAI: http://$(HOST):$(PORT)/v1, Anthropic: http://$(HOST):$(PORT))"
+	@$(BIN)/python manage.py login_link --base-url $(SCHEME)://$(HOST):$(PORT)
+	@echo "Serving on $(SCHEME)://$(HOST):$(PORT)/ (OpenAI: $(SCHEME)://$(HOST):$(PORT)/v1, Anthropic: $(SCHEME)://$(HOST):$(PORT))"
+ifeq ($(TLS),)
 	$(BIN)/python -m harnessweb.serve -b $(HOST) -p $(PORT) harnessweb.asgi:application
+else
+	@files="$$($(BIN)/python -c $(TLS_FILES) $(HOST))" || exit 1; ca="$$(echo "$$files" | head -n 1)"; \
+		pem="$$(echo "$$files" | tail -n 1)"; echo "TLS: the CA to trust is $$ca (SSL_CERT_FILE=$$ca)"; \
+		$(BIN)/python -m harnessweb.serve -e "ssl:port=$(PORT):interface=$(HOST):privateKey=$$pem:certKey=$$pem" \
+		harnessweb.asgi:application
+endif
 
 # The same ASGI application (WebSockets included) under uvicorn with uvloop and httptools, for load.
 serve-fast: setup examples
@@ -134,7 +147,8 @@ CORE_TESTS := $(addprefix tests/test_,$(addsuffix .py,playback schemas shapes st
 	conversation_expectations expect_key failure_scope default_usage trace_outcome tracelogs vcr stream_summary \
 	judge_verdicts wire_openai wire_anthropic wire_completions wire_azure_completions wire_cohere wire_embeddings \
 	wire_vertex plugin_inprocess plugin_cassettes plugin_costs plugin_guard plugin_keys plugin_llm \
-	plugin_llm_seed002 plugin_pytest))
+	plugin_llm_seed002 plugin_pytest wire_ollama wire_openrouter wire_media mcp_engine mcp_schema realtime_session \
+	live_gemini_session batches_engine calls_later))
 # ... less their tests of the server (server mode starts one: the full suite runs them).
 CORE_DESELECT := $(addprefix --deselect tests/,test_default_usage.py::test_the_server_refuses_a_bad_setting_naming_it \
 	test_default_usage.py::test_the_server_setting_gives_the_seeds_usage \

@@ -135,6 +135,15 @@ LOGGING = {
 HARNESS_PACING = os.environ.get("HARNESS_PACING", "on").lower() not in ("off", "0", "false", "no")
 HARNESS_MAX_BODY_BYTES = envint("HARNESS_MAX_BODY_BYTES", 5 * 1024 * 1024)
 HARNESS_TIMEOUT_HOLD_MS = envint("HARNESS_TIMEOUT_HOLD_MS", 30_000)
+# Seconds between a batch's states (validating → in_progress → finalizing → completed; runs_app/batches/); a create
+# request's X-Harness-Batch-Step sets its own, 0: the first read finds it ended.
+HARNESS_BATCH_STEP_S = float(os.environ.get("HARNESS_BATCH_STEP_S", "1"))
+if not 0 <= HARNESS_BATCH_STEP_S <= 3600:
+    raise ImproperlyConfigured(f"HARNESS_BATCH_STEP_S must be 0 to 3600 seconds, not {HARNESS_BATCH_STEP_S!r}")
+# Prometheus metrics at /metrics (runs_app/metrics.py): off by default; a token of scope read reads them, or anyone
+# with HARNESS_METRICS_PUBLIC.
+HARNESS_METRICS = envbool("HARNESS_METRICS")
+HARNESS_METRICS_PUBLIC = envbool("HARNESS_METRICS_PUBLIC")
 # What a request that plays no scenario and matches nothing gets: the deterministic lorem (seed 004), or "error": a
 # 404 saying which rules were tried. The X-Harness-Unmatched request header says the same for one request.
 HARNESS_UNMATCHED = os.environ.get("HARNESS_UNMATCHED", "lorem").strip().lower()

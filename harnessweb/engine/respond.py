@@ -46,6 +46,12 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
 
     Raises :class:`WireError` for a body the provider would refuse (not JSON, a missing field, a wrong type).
     """
+    if route.kind == "answer":  # a small answer its protocol makes from the path's word (Ollama's /api/version)
+        return None, route.wire.encode_answer(route.param, body, **dict(route.fields))
+    if hasattr(route.wire, "read_body"):  # a form upload (OpenAI's audio transcriptions): its fields, not JSON
+        payload = route.wire.read_body(body)
+        request = evolved(route.wire.parse_request(payload), **dict(route.fields))
+        return payload, evolved(request, family=route.wire.PROTOCOL)
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -59,8 +65,22 @@ def read_request(route: routes.Route, body: bytes) -> tuple[Any, ChatRequest | E
         return payload, anthropic.encode_token_count(anthropic.parse_count_request(payload))
     request = route.wire.parse_request(payload)
     if route.fields:  # what the path says of the request (Gemini's model, whether it streams)
-        request = replace(request, **dict(route.fields))
-    return payload, replace(request, family=route.wire.PROTOCOL, **asked.demands(payload, request.tools))
+        request = evolved(request, **dict(route.fields))
+    # A protocol whose demands sit in fields of its own (Ollama's ``format``, ``options``) says them the common way.
+    as_asked = getattr(route.wire, "asked_body", None)
+    demands = asked.demands(as_asked(payload) if as_asked else payload, request.tools)
+    return payload, evolved(request, family=route.wire.PROTOCOL, **demands)
+
+
+def evolved(request: ChatRequest, **changes: Any) -> ChatRequest:
+    """``dataclasses.replace(request, **changes)`` at a tenth of its cost, which every request pays: the fields
+    copied as they are, then the changes (a request has no ``__post_init__`` to run again); an unknown field is a
+    ``TypeError`` as there."""
+    if unknown := changes.keys() - request.__dataclass_fields__.keys():
+        raise TypeError(f"{type(request).__name__} has no field {', '.join(sorted(unknown))}")
+    new = object.__new__(type(request))
+    new.__dict__.update(request.__dict__, **changes)
+    return new
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Canonical JSON is snake_case. The camelCase names of the TypeScript harness this format comes from are accepted
 as aliases, so its fixtures import unchanged; a few of its legacy fields (``tokenUsage``, ``finishReason``,
-``failureThrows``, ``reasoningContent``, ``providerMetadata.anthropic.signature`` and ``.redactedData``) are folded
-into their canonical places on input.
+``reasoningContent``, ``providerMetadata.anthropic.signature`` and ``.redactedData``) are folded into their
+canonical places on input.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from harnessweb.engine.mcp_schema import McpConfig
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # The failure kinds a turn can script (seed 003's error paths): provider errors with their HTTP status, broken
@@ -280,6 +282,9 @@ class ScenarioTurn(_Model):
     expect: TurnExpect | None = None
     failures_before_success: Annotated[int, Field(ge=0, le=100)] | Literal["always"] = 0
     failure_status: FailureStatus = "model_error"
+    # Thrown inside the client (seed 000's failureThrows), whatever the status: the AI SDK test provider throws
+    # Error(failure_message), every other protocol drops the connection (as network_error). Left out unless true.
+    failure_throws: bool | None = None
     # Any other HTTP status for the failure (a 409, a 418, a 507…), in the protocol's error format.
     failure_http_status: int | None = Field(None, ge=400, le=599)
     failure_message: str | None = None
@@ -290,6 +295,11 @@ class ScenarioTurn(_Model):
     failure_scope: FailureScope | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    # Realtime sessions: the answer spoken (base64 PCM16, sent as it is: the harness synthesises no speech) and its
+    # transcript (else the answer's text); what the user's committed audio before this turn transcribes to.
+    audio: str | None = Field(None, min_length=4, pattern=r"^[A-Za-z0-9+/]+={0,2}$")
+    transcript: str | None = None
+    input_transcript: str | None = None
 
     @field_validator("expect")
     @classmethod
@@ -297,10 +307,16 @@ class ScenarioTurn(_Model):
         """An ``expect`` block that checks nothing is no block: one canonical form for both."""
         return None if expect is None or expect == TurnExpect() else expect
 
+    @field_validator("failure_throws")
+    @classmethod
+    def _thrown_or_left_out(cls, throws: bool | None) -> bool | None:
+        """``false`` is the default said out loud: one canonical form (left out) for both."""
+        return throws or None
+
     @model_validator(mode="before")
     @classmethod
     def _fold_seed_fields(cls, data: Any) -> Any:
-        """Read the seed's tokenUsage/finishReason (kept on the response there) and failureThrows."""
+        """Read the seed's tokenUsage/finishReason (kept on the response there)."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -316,11 +332,6 @@ class ScenarioTurn(_Model):
                 data["finish_reason"] = finish_reason
         if "tokenUsage" in data and "usage" not in data:
             data["usage"] = data.pop("tokenUsage")
-        throws = data.pop("failureThrows", data.pop("failure_throws", None))
-        if throws:
-            # The seed throws from inside the provider: on the wire that is a dropped connection.
-            data["failure_status"] = "network_error"
-            data.pop("failureStatus", None)
         return data
 
 
@@ -356,6 +367,16 @@ class EmbeddingPin(_Model):
         return self
 
 
+class BatchOutcome(_Model):
+    """What a batch whose lines this scenario answers comes to instead of ``completed`` (OpenAI's Batch API,
+    Anthropic's Message Batches): ``failed`` (no line answered; OpenAI's ``errors`` and Anthropic's every result
+    carry ``message``) or ``expired`` (the first ``answered`` lines answered, the others expired)."""
+
+    status: Literal["failed", "expired"]
+    message: str | None = Field(None, min_length=1, max_length=2000)
+    answered: int = Field(0, ge=0, le=100_000)
+
+
 class Scenario(_Model):
     id: str = Field(pattern=SLUG_PATTERN)
     description: str = ""
@@ -376,6 +397,10 @@ class Scenario(_Model):
     # What its turns report as usage where they set none; None: the server's HARNESS_DEFAULT_USAGE (counted unless
     # set). A turn's own ``usage`` wins, count by count.
     default_usage: DefaultUsage | None = None
+    # The MCP servers its agent's tools are served by (/mcp/<server>): harnessweb.engine.mcp_schema.
+    mcp: McpConfig | None = None
+    # What a batch its requests are in comes to (harnessweb.engine.batches.scripted_outcome); None: completed.
+    batch: BatchOutcome | None = None
 
     @field_validator("turns")
     @classmethod

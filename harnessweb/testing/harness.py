@@ -7,8 +7,8 @@ would send, because both run the same engine and encoders (``harnessweb.engine.r
 
 from __future__ import annotations
 
-import datetime
 import os
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,7 +32,7 @@ from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.engine.wire.common import Encoded, WireError
 from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
-from harnessweb.testing import cassettes, costs
+from harnessweb.testing import cassettes, costs, mcp_local
 from harnessweb.testing.clients import Clients
 from harnessweb.testing.keychecks import KeyRefused, OnWire, checked
 from harnessweb.testing.tracelogs import TraceCollector, TurnLog
@@ -176,6 +176,12 @@ class Harness(Clients):
         if self.server_source is None:
             raise HarnessError("serve() needs a server: use the pytest plugin, or harnessweb.testing.remote.serve()")
         return self.server_source(self)
+
+    def mcp_url(self, name: str) -> str:
+        """The URL of MCP server ``name`` of the test's scenario (its ``mcp`` block), served in-process (mcp_local)."""
+        if "_mcp" not in self.__dict__:  # (its calls: self._mcp[1].calls)
+            self._mcp = mcp_local.serve(lambda: (self._catalog.by_id, self._scenario))
+        return f"{self._mcp[0]}/mcp/{name}"
 
     def trace_log(self, text: str) -> None:
         """Keep a trace log for this test (seed 001's TurnLog); ``--harness-upload`` sends it with the test's run."""
@@ -359,9 +365,17 @@ class Harness(Clients):
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
         if self.traces is not None:  # what appeared since the last call is its trace log
             self.traces.call_began()
-        call = history.call_from(request, body, path, datetime.datetime.now(datetime.UTC).isoformat())
+        # The record's fields are built when a test first reads them: the request and body are the harness's own.
+        call = history.call_later(request, body, path, time.time())
         self._calls.append(call)
         return call
+
+    def _run_header(self) -> bytes:
+        """``X-Harness-Run``'s value, this run's id (kept: every response carries it)."""
+        kept = self.__dict__.get("_run_bytes")
+        if kept is None or kept[0] is not self.run_id:
+            kept = self._run_bytes = (self.run_id, str(self.run_id).encode())
+        return kept[1]
 
     def exchange(
         self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
@@ -369,7 +383,7 @@ class Harness(Clients):
         """A request on a provider's wire → what the server would send for it, the headers to add, and its call."""
         route = routes.resolve(method, path, headers, query)
         request_id = f"req_{uuid.uuid4().hex[:24]}"
-        extra = [(b"x-harness-run", str(self.run_id).encode()), (route.wire.REQUEST_ID_HEADER, request_id.encode())]
+        extra = [(b"x-harness-run", self._run_header()), (route.wire.REQUEST_ID_HEADER, request_id.encode())]
 
         def error(status: int, message: str, param: str | None = None) -> respond.Outgoing:
             return respond.Outgoing(route.wire.encode_error(status, message, param=param, request_id=request_id))
@@ -386,6 +400,8 @@ class Harness(Clients):
             return taped[0], [], taped[1]  # the recording's own headers, request id included, as the server sends
         if isinstance(route, routes.Refusal):
             return error(route.status, route.message), extra, None
+        if route.kind in routes.BATCH_KINDS:  # the Files and Batch APIs: the server's batch consumer only
+            return error(404, f"{path} is served by the harness server only: start it with harness serve"), extra, None
         if route.kind == "models":
             return respond.Outgoing(route.wire.encode_models(sorted(self._catalog.by_id))), extra, None
         if route.kind == "model":
@@ -410,7 +426,8 @@ class Harness(Clients):
             if kept is None:
                 return respond.Outgoing(wire.encode_unknown_answer(request.continues, request_id)), extra, None
             request = respond.continued(wire, request, kept[0])
-        request = keys.stamped(request, headers, query_key)
+        if key := keys.presented(headers, query_key):  # keys.stamped, without a dataclass replace's cost
+            request = respond.evolved(request, key_place=key.place, key_fingerprint=key.fingerprint)
         try:
             call, decision, failure = self.answer(request, body_json, path, headers.get(SCENARIO_HEADER), wire=on_wire)
         except KeyRefused as exc:
@@ -433,7 +450,8 @@ class Harness(Clients):
             answer_id, conversation, response = respond.kept(wire, request, reply)
             self._kept[(wire.PROTOCOL, answer_id)] = (conversation, response)
         out = respond.reply_outgoing(wire, reply, request)
-        call.response = redact_json(respond.response_summary(replace(decision, reply=reply), out.encoded))
+        served = decision if reply is decision.reply else replace(decision, reply=reply)  # a replace is a call's cost
+        call.response = redact_json(respond.response_summary(served, out.encoded))
         return out, extra, call
 
 

@@ -13,10 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessweb.engine import asked, respond, routes, wire
-from harnessweb.engine.expectations import expectations
+from harnessweb.engine.expectations import expectations, mcp_call_expectations
 from harnessweb.engine.pricing import Cost, describe_cost
 from harnessweb.engine.schemas import Scenario as ScenarioSchema
 from harnessweb.engine.schemas import ScenarioTurn
+from harnessweb.engine.wire import gemini_live, realtime
 from harnessweb.engine.wire.common import WireError
 from harnessweb.text import plural, pretty_json
 from runs_app.live.resilience import describe, format_ms
@@ -33,6 +34,9 @@ EVENT_LOOK = {
     "response": ("Response", "←", "ok"),
     "rejected": ("Rejected", "✖", "bad"),
     "client_disconnected": ("Client disconnected", "⏏", "warn"),
+    "mcp_session": ("MCP session", "⇄", "info"),
+    "mcp_call": ("MCP tool call", "⚙", "info"),
+    "mcp_result": ("MCP tool answer", "↩", "ok"),
 }
 
 
@@ -89,7 +93,32 @@ def _event_summary(event: RunEvent) -> tuple[str, str, str]:
         return f"HTTP {data.get('status')}: {data.get('message', '')}", icon, tone
     if event.kind == "client_disconnected":
         return f"after {format_ms(data.get('after_ms'))}", icon, tone
+    if event.kind.startswith("mcp_"):
+        return _mcp_summary(event.kind, data, icon, tone)
     return _compact(data)[:200], icon, tone
+
+
+def _mcp_summary(kind: str, data: dict[str, Any], icon: str, tone: str) -> tuple[str, str, str]:
+    """An MCP event in one line: the session opened, the tool called with its arguments, or its answer."""
+    where = f"{data.get('server', '')} · {data.get('tool', '')}"
+    if kind == "mcp_session":
+        client = data.get("client") if isinstance(data.get("client"), dict) else {}
+        version = data.get("protocol_version", "")
+        return f"{data.get('server', '')} · {client.get('name', 'client')} · {version}", icon, tone
+    if kind == "mcp_call":
+        undeclared = "" if data.get("declared", True) else " · not declared"
+        return f"{where} {_compact(data.get('arguments') or {})[:160]}{undeclared}", icon, tone
+    if data.get("problem"):
+        return f"{where}: {data['problem']}", "✖", "bad"
+    error = data.get("error") if isinstance(data.get("error"), dict) else None
+    if error:
+        return f"{where} · JSON-RPC error {error.get('code')}: {error.get('message', '')}", "✖", "bad"
+    content = (data.get("result") or {}).get("content") or []
+    text = " ".join(str(c.get("text", c.get("type", ""))) for c in content if isinstance(c, dict))
+    if data.get("is_error"):
+        return f"{where} · tool error: {text[:160]}", "⚠", "warn"
+    answer = "no scripted answer" if data.get("answer") is None else f"answer {data['answer'] + 1}"
+    return f"{where} · {answer}: {text[:160]}", icon, tone
 
 
 def event_row(event: RunEvent, start: datetime | None) -> dict[str, Any]:
@@ -260,6 +289,8 @@ def _tools(body: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _wire_for(path: str) -> ModuleType:
+    if path == realtime.PATH or gemini_live.is_live_path(path):  # a socket's session, as its turns recorded it
+        return realtime if path == realtime.PATH else gemini_live
     return routes.play_wire(path) or wire.openai
 
 
@@ -396,5 +427,15 @@ def expectations_panel(run: Run, turn: int, request: RunEvent | None, stored: Sc
         "updated_at": stored.updated_at,
         "revision": stored.revision,
         "no_turn": step is None,
-        "rows": expectation_rows(scenario, step, request),
+        "rows": expectation_rows(scenario, step, request) + mcp_call_rows(run, scenario, turn),
     }
+
+
+def mcp_call_rows(run: Run, scenario: ScenarioSchema, turn: int) -> list[dict[str, Any]]:
+    """The tool calls the scenario expects of its agent (``mcp.expect_calls``) beside the calls the run recorded,
+    on its last turn's card (the calls come between the model's turns)."""
+    if scenario.mcp is None or not scenario.mcp.expect_calls or turn != scenario.last_turn:
+        return []
+    recorded = RunEvent.objects.filter(run=run, kind="mcp_call").order_by("seq").values_list("data", flat=True)
+    calls = [(str(d.get("server", "")), str(d.get("tool", "")), d.get("arguments") or {}) for d in recorded]
+    return [vars(row) for row in mcp_call_expectations(scenario.mcp, calls)]

@@ -124,6 +124,8 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     if expect:  # a turn that checks nothing of the conversation has no block
         data["expect"] = expect
     _put(data, "failure_status", turn["failure_status"])
+    if turn["failure_throws"]:
+        data["failure_throws"] = True
     _put(data, "failure_message", turn["failure_message"])
     data["failure_retryable"] = turn["failure_retryable"]
     _put(data, "failure_retry_after_ms", turn["failure_retry_after_ms"], number=True)
@@ -239,6 +241,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         "expect_system_prompt_must_include": "\n".join(expect.get("system_prompt_must_include") or []),
         "failures_before_success": _str(turn.get("failures_before_success", 0)),
         "failure_status": _str(turn.get("failure_status", "model_error")),
+        "failure_throws": bool(turn.get("failure_throws", False)),
         "failure_message": _str(turn.get("failure_message")),
         "failure_retryable": bool(turn.get("failure_retryable", True)),
         "failure_retry_after_ms": _str(turn.get("failure_retry_after_ms")),
@@ -318,6 +321,10 @@ def form_problem(data: Mapping[str, Any]) -> str:
         return "its key requirement (require_key) is set on the raw tab"
     if data.get("default_usage") is not None:
         return "its default usage (default_usage) is set on the raw tab"
+    if data.get("mcp"):
+        return "its MCP servers are edited on the raw tab"
+    if data.get("batch"):
+        return "its batch outcome (batch) is set on the raw tab"
     if _has_provider_fields(data):
         return "its provider metadata and redacted thinking are edited on the raw tab"
     state = scenario_to_state(data)
