@@ -155,7 +155,8 @@ CORE_DESELECT := $(addprefix --deselect tests/,test_default_usage.py::test_the_s
 	test_default_usage.py::test_a_scenario_asks_the_counting_server_for_the_seeds_usage \
 	test_plugin_costs.py::test_it_prices_them_in_server_mode_too \
 	test_plugin_keys.py::test_it_fails_tests_whose_calls_carry_another_key_in_server_mode \
-	test_plugin_llm_seed002.py::test_seed_002_to_the_letter)
+	test_plugin_llm_seed002.py::test_seed_002_to_the_letter \
+	test_wire_ollama.py::test_it_leaves_every_rest_route_under_api_to_django)
 # python3.X when it runs, else pyenv's installed 3.X (installed, not active: the shim alone does not run it).
 core_python = $(or $(shell python$(1) -c "" >/dev/null 2>&1 && echo python$(1)),$(shell p=$$(pyenv prefix $(1) 2>/dev/null) && test -x $$p/bin/python$(1) && echo $$p/bin/python$(1)))
 
