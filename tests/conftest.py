@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 
     from runs_app.models import JudgeVerdict, Run, TraceLog
 
+# Helper modules that several test files share assert too: rewritten like test files, a failing helper shows its values.
+pytest.register_assert_rewrite(
+    "tests.playback_helpers", "tests.scenario_views_helpers",
+    "tests.wire_anthropic_helpers", "tests.wire_openai_helpers",
+)  # fmt: skip
+
 ROOT = Path(__file__).resolve().parent.parent
 # Real cassettes (see tests/fixtures/vcr/README.md), kept in the repository so a clean clone tests anywhere.
 VCR_DIR = ROOT / "tests" / "fixtures" / "vcr"

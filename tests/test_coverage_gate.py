@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from runs_app.models import Provider, Waiver
 from tests.conftest import make_client, make_user
-from tests.test_coverage_report import TODAY, make_build, make_case, make_cases, make_cassette
+from tests.coverage_report_helpers import TODAY, make_build, make_case, make_cases, make_cassette
 
 pytestmark = pytest.mark.django_db
 

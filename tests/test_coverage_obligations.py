@@ -16,7 +16,7 @@ from runs_app.coverage.gate import gaps
 from runs_app.coverage.report import coverage_report, provider_coverage
 from runs_app.models import NATIVE_SCENARIOS, PRESET_SCENARIOS, Provider
 from tests.conftest import VCR_DIR
-from tests.test_coverage_report import make_cassette
+from tests.coverage_report_helpers import make_cassette
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from runs_app.models import RunEvent
 from tests.conftest import make_scenario
-from tests.test_live_views import make_events, make_played_run, make_request, make_response
+from tests.live_views_helpers import make_events, make_played_run, make_request, make_response
 
 pytestmark = pytest.mark.django_db
 
