@@ -21,6 +21,9 @@ Twisted listens with a backlog of 50, and daphne's ``-b``/``-p`` build an endpoi
 clients connecting at once overflow it, and every dropped connection waits for the client's SYN to be sent again
 (1 s, 3 s, 7 s ...). Every TCP endpoint built from ``-b``/``-p`` (or daphne's default) gets ``LISTEN_BACKLOG``
 instead, uvicorn's figure; an endpoint string given with ``-e`` is taken as written.
+
+Twisted buffers every write until the loop's next turn; ``write_at_once`` sends a frame when nothing waits before
+it, as uvicorn does (one loop turn and two ``epoll_ctl`` less a frame).
 """
 
 from __future__ import annotations
@@ -73,14 +76,53 @@ def use_uvloop() -> bool:
     return True
 
 
+def write_at_once() -> None:
+    """Twisted's TCP connections send what they are given at once when nothing waits in their buffer, as uvicorn
+    does, instead of buffering it and registering the socket with the loop to send it on the next turn.
+
+    ``FileDescriptor.write`` only buffers and calls ``startWriting`` (an ``epoll_ctl``); the bytes leave when the
+    loop next reports the socket writable (``doWrite``, then ``stopWriting``: another ``epoll_ctl``). With 1,000
+    paced streams that is a loop turn, two system calls and Twisted's dispatch for every frame, about half of what a
+    frame cost daphne's loop (tests/benchmarks/README.md, *Why daphne falls behind*). What the socket does not take
+    (a full send buffer, an error) is buffered as before, and the loop sends it, or reports the error, as before."""
+    from twisted.internet import tcp
+
+    buffered = tcp.Connection.write
+
+    def write(self: tcp.Connection, data: bytes) -> None:
+        if (
+            type(data) is bytes
+            and data
+            and self.connected
+            and not self._writeDisconnected
+            and not self._tempDataLen
+            and len(self.dataBuffer) == self.offset  # (nothing waiting: the order of the bytes is kept)
+            and not getattr(self, "TLS", False)
+        ):
+            sent = self.writeSomeData(data)
+            if not isinstance(sent, int):  # (the connection is lost: the buffered path reports it)
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
+        buffered(self, data)
+
+    tcp.Connection.write = write  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> None:
     use_uvloop()
     from daphne import cli  # (imports daphne.server, which installs the reactor on a new loop)
     from twisted.internet import reactor
 
+    write_at_once()
+
     # daphne's HTTPFactory.buildProtocol reads this module global for each connection: daphne offers no setting.
     http_protocol.WebRequest = RawBodyRequest
     cli.AccessLogGenerator = RedactedAccessLog  # (what daphne's command line builds its access log with)
+    from harnessweb import daphne_ws  # (after daphne.server: it installs the reactor)
+
+    daphne_ws.install()  # a websocket.close's reason reaches the client, as under uvicorn
     build = cli.build_endpoint_description_strings
     cli.build_endpoint_description_strings = lambda **kwargs: with_backlog(build(**kwargs))
     loop = reactor._asyncioEventloop  # type: ignore[attr-defined]  (the loop daphne handed the reactor)

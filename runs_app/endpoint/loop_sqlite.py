@@ -1,5 +1,6 @@
 """The recorder's batches committed on the event loop's own thread, for a SQLite file: a connection of the loop
-thread's own (``sqlite3``, the settings' pragmas: WAL, ``synchronous=NORMAL``), the two statements built once.
+thread's own (``sqlite3``, the settings' pragmas: WAL, ``synchronous=NORMAL``), the statements built once (a
+multi-row insert a table, for each power-of-two number of rows a batch uses).
 
 A response's last frame waits for the commit of its events. Through Django that commit runs on asgiref's executor
 thread (``sync_to_async``): two thread hops around a commit of about 150 µs, each a wake-up that waits for a core
@@ -26,7 +27,15 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DataError, IntegrityError, connections, models
 
-from runs_app.endpoint.writes import RENUMBER_ATTEMPTS, RUN_UPDATED_ON_CONFLICT, PendingEvent, _converter, redacted
+from runs_app.endpoint.writes import (
+    RENUMBER_ATTEMPTS,
+    RUN_UPDATED_ON_CONFLICT,
+    PendingEvent,
+    _converter,
+    chunk_sizes,
+    redacted,
+    values_list,
+)
 from runs_app.models import Run, RunEvent
 
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
@@ -72,13 +81,29 @@ class Plan:
                 self.cacheable = self.cacheable and not (f.has_default() and callable(f.default))
                 self.columns.append((None, None, f.get_db_prep_save(f.get_default(), conn)))
         names = ", ".join(f'"{f.column}"' for f in fields)
-        self.sql = f'INSERT INTO "{model._meta.db_table}" ({names}) VALUES ({", ".join("?" * len(fields))})'
+        self.head = f'INSERT INTO "{model._meta.db_table}" ({names}) VALUES '
+        self.tail = ""
         if update:
-            self.sql += ' ON CONFLICT ("id") DO UPDATE SET ' + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
+            self.tail = ' ON CONFLICT ("id") DO UPDATE SET ' + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
+        self.statements: dict[int, str] = {}  # by the rows a statement inserts (powers of two: writes.chunk_sizes)
+
+    def statement(self, rows: int) -> str:
+        """The statement inserting ``rows`` rows (one ``VALUES`` list), built once."""
+        sql = self.statements.get(rows)
+        if sql is None:
+            sql = self.statements[rows] = self.head + values_list(len(self.columns), rows, "?") + self.tail
+        return sql
 
     def params(self, rows: list[dict[str, Any]]) -> list[list[Any]]:
         columns = self.columns
         return [[convert(row[n]) if n is not None else d for n, convert, d in columns] for row in rows]  # type: ignore[misc]
+
+    def insert(self, db: Any, rows: list[dict[str, Any]], max_params: int) -> None:
+        """The rows inserted by as few multi-row statements as ``writes.chunk_sizes`` allows."""
+        params, start = self.params(rows), 0
+        for size in chunk_sizes(len(params), len(self.columns), max_params):
+            db.execute(self.statement(size), [value for row in params[start : start + size] for value in row])
+            start += size
 
 
 class Writer:
@@ -92,6 +117,7 @@ class Writer:
         for pragma in PRAGMAS:
             self.db.execute(pragma)
         self.db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run elsewhere (``_checkpoint``)
+        self.max_params = self.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self.plans: dict[tuple[type[models.Model], tuple[str, ...]], Plan] = {}
         self.commits = 0
 
@@ -134,13 +160,11 @@ class Writer:
 
     def _insert(self, runs: list[dict[str, Any]], events: list[PendingEvent], renumber: bool) -> list[PendingEvent]:
         if runs:
-            plan = self.plan(Run, tuple(runs[0]), RUN_UPDATED_ON_CONFLICT)
-            self.db.executemany(plan.sql, plan.params(runs))
+            self.plan(Run, tuple(runs[0]), RUN_UPDATED_ON_CONFLICT).insert(self.db, runs, self.max_params)
         if events:
             if renumber:
                 events = self._numbered_after_the_last(events)
-            plan = self.plan(RunEvent, PendingEvent._fields)
-            self.db.executemany(plan.sql, plan.params([e._asdict() for e in events]))
+            self.plan(RunEvent, PendingEvent._fields).insert(self.db, [e._asdict() for e in events], self.max_params)
         return events
 
     def _numbered_after_the_last(self, events: list[PendingEvent]) -> list[PendingEvent]:

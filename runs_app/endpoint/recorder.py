@@ -38,10 +38,8 @@ from django.db import (
     DatabaseError,
     DataError,
     IntegrityError,
-    close_old_connections,
-    transaction,
 )
-from django.db.models import F, Max
+from django.db.models import Max
 from django.utils import timezone
 
 from harnessweb.engine.redaction import redact_text
@@ -49,8 +47,8 @@ from runs_app import metrics
 from runs_app.closing import still_open
 from runs_app.endpoint import loop_sqlite, writes
 from runs_app.endpoint.broadcasting import RUNS_GROUP, broadcast, event_payload, group_name, watched
-from runs_app.endpoint.writes import PendingEvent
-from runs_app.models import AttemptCounter, Run
+from runs_app.endpoint.writes import PendingEvent, take_attempt  # noqa: F401 (steps.py imports it from here)
+from runs_app.models import Run
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
@@ -73,6 +71,7 @@ class RunState:
     next_seq: int = 1
     closed: bool = False  # a request of its conversation starts a new run
     active_at: datetime | None = None  # its last request here (or its last event, read back): not written
+    stored: bool = False  # its row is in the database (read from it, or committed): its events need not rewrite it
 
     def row(self) -> dict[str, Any]:
         """The run's columns as the recorder writes them (the rest take their model defaults)."""
@@ -154,9 +153,11 @@ class Recorder:
     def update(self, state: RunState, **changes: Any) -> None:
         if isinstance(changes.get("status_reason"), str):  # it may quote a request
             changes["status_reason"] = redact_text(changes["status_reason"])
+        changed = False
         for name, value in changes.items():
+            changed = changed or getattr(state, name) != value
             setattr(state, name, value)
-        if not self.writing:
+        if not self.writing or not (changed or not state.stored):  # (an unchanged stored row is not written again)
             return
         self.dirty[state.id] = state
         self.queued += 1
@@ -171,7 +172,8 @@ class Recorder:
             return
         self.pending_events.append(PendingEvent(state.id, state.next_seq, timezone.now(), kind, turn, data))
         state.next_seq += 1
-        self.dirty[state.id] = state
+        if not state.stored:  # its row goes in the same batch (a stored row is rewritten only when it changes)
+            self.dirty[state.id] = state
         self.queued += 1
         self._schedule()
 
@@ -311,6 +313,7 @@ class Recorder:
         if self.dropped:
             self._note_drops()
         self._renumbered(events)
+        self._stored(runs)
         metrics.observe_flush(len(events))
         self.committed = max(self.committed, generation)
         self._release(True)
@@ -329,6 +332,19 @@ class Recorder:
         return True
 
     async def _write(self, runs: list[dict[str, Any]], events: list[PendingEvent], here: bool) -> list[PendingEvent]:
+        """The batch committed (``_commit``); when the database refuses an event whose run's row is not in the batch
+        (the row gone: the run deleted, a test's database emptied), once more with those rows, as every event
+        wrote its run's row before a row was written only when it changed."""
+        try:
+            return await self._commit(runs, events, here)
+        except IntegrityError:
+            known = {row["id"] for row in runs}
+            absent = {e.run_id: self.by_id.get(e.run_id) for e in events if e.run_id not in known}
+            if not (rows := [state.row() for state in absent.values() if state is not None]):
+                raise
+            return await self._commit(runs + rows, events, here)
+
+    async def _commit(self, runs: list[dict[str, Any]], events: list[PendingEvent], here: bool) -> list[PendingEvent]:
         """The batch committed on Django's thread; on this one (``loop_sqlite``: no thread hop) when the database is
         a SQLite file and the request waiting is the only one being answered (or ``here``: then on this one only,
         else :class:`loop_sqlite.Busy`): with others in flight the loop has their frames to send, which a commit
@@ -341,6 +357,12 @@ class Recorder:
                 if here:
                     raise
         return await sync_to_async(writes.write)(runs, events)
+
+    def _stored(self, runs: list[dict[str, Any]]) -> None:
+        """The runs whose rows a batch committed: their later events leave the rows alone (``event``)."""
+        for row in runs:
+            if (state := self.by_id.get(row["id"])) is not None:
+                state.stored = True
 
     def _renumbered(self, events: list[PendingEvent]) -> None:
         """After a batch was numbered again (another process appended to its runs), number this process's next
@@ -405,27 +427,8 @@ def _state_of(run: Run) -> RunState:
         next_seq=(last["m"] or 0) + 1,
         closed=run.closed,
         active_at=last["at"] or run.started_at,
+        stored=True,
     )
-
-
-def take_attempt(run_id: uuid.UUID, turn: int, protocol: str, failures: int) -> int:
-    """Count one attempt at a failing turn for one provider (``protocol``: the decision's ``counter``) atomically;
-    returns the failure number (1..failures) or 0 to succeed.
-
-    A conditional UPDATE is atomic on SQLite and PostgreSQL alike, so concurrent retries in any number of
-    processes serve exactly ``failures`` failures between them.
-    """
-    close_old_connections()
-    key = {"run_id": run_id, "turn": turn, "protocol": protocol}
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                AttemptCounter.objects.get_or_create(**key)
-        except IntegrityError:
-            pass  # created concurrently by another request: fine
-        if not AttemptCounter.objects.filter(**key, count__lt=failures).update(count=F("count") + 1):
-            return 0
-        return AttemptCounter.objects.get(**key).count
 
 
 _recorder: Recorder | None = None
