@@ -61,13 +61,13 @@ SCENARIOS = [
 
 
 @contextmanager
-def served_tls(folder: Path, scenarios: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """``harness serve --fresh --tls --port 0`` with these scenarios, pacing off; its JSON line (``url``, ``token``,
-    ``ca``) for the ``with`` block, stopped after it."""
+def served_tls(folder: Path, scenarios: list[dict[str, Any]], pacing: str = "off") -> Iterator[dict[str, Any]]:
+    """``harness serve --fresh --tls --port 0`` with these scenarios, pacing off unless told; its JSON line
+    (``url``, ``token``, ``ca``) for the ``with`` block, stopped after it."""
     (folder / "scenarios.json").write_text(json.dumps(scenarios))
     (folder / "tmp").mkdir()
     env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(folder / "tmp"), "HARNESS_TLS_DIR": str(folder / "tls")}
-    env["HARNESS_PACING"] = "off"
+    env["HARNESS_PACING"] = pacing
     command = [sys.executable, "-m", "harnessweb", "serve", "--fresh", "--tls", "--port", "0"]
     log = folder / "serve.log"
     with log.open("wb") as stderr:

@@ -71,7 +71,8 @@ def test_a_text_session_plays_the_scenario_s_turn(
     )
     run = recorded_run(run_id, status="passed", events=4)
     assert run.protocol == "realtime" and run.scenario_id == "rt-text"
-    assert [e.kind for e in run.events.order_by("seq")] == ["request", "match", "validation", "response"]
+    kinds = ["message", "message", "request", "match", "validation", "response"]  # session.update, item.create
+    assert [e.kind for e in run.events.order_by("seq")] == kinds
 
 
 def connect(server: LiveServer, api_key: str, run_id: str, **headers: str) -> Any:

@@ -25,6 +25,7 @@ from harnessweb.engine import respond, routes
 from harnessweb.engine.exchange import Block, ChatRequest, Decision, Failure, Reply, Usage, sign_thinking
 from harnessweb.engine.redaction import redact, redact_json, redact_text, redact_url
 from harnessweb.engine.wire.common import Encoded, WireError
+from harnessweb.judging.transcript import SOCKET_WIRES
 from runs_app.ci.recordings import summarize_interaction
 from runs_app.models import Run, RunEvent
 
@@ -85,6 +86,8 @@ def _reply(data: dict[str, Any]) -> Reply:
 def _request(data: dict[str, Any]) -> tuple[Any, ChatRequest]:
     """The wire and the neutral request of a recorded request event; raises WireError for one the protocol
     cannot read."""
+    if data.get("protocol") in SOCKET_WIRES:
+        raise WireError(socket_refusal(str(data["protocol"])))
     headers = {str(k).lower(): str(v) for k, v in (data.get("headers") or {}).items()}
     route = routes.resolve(str(data.get("method") or "POST"), str(data.get("path") or ""), headers)
     if isinstance(route, routes.Refusal) or route.kind != "play":
@@ -182,6 +185,15 @@ def run_cassette(run: Run) -> dict[str, Any] | None:
         "recorded_at": run.started_at.isoformat().replace("+00:00", "Z"),
         "interactions": [item for _, item in made],
     }
+
+
+def socket_refusal(protocol: str, run_id: object = "<run id>") -> str:
+    """Why a socket session's response is not exported: a cassette holds HTTP exchanges, one request and one
+    response each, and a socket's messages in and out are neither (its events are the run's record)."""
+    return (
+        f"a {protocol} socket session: a VCR cassette holds HTTP exchanges only; "
+        f"its messages and timings are the run's events (GET /api/runs/{run_id})"
+    )
 
 
 def cassette_file_name(run_id: uuid.UUID) -> str:

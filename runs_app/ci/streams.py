@@ -15,9 +15,10 @@ from ninja import Router
 from ninja.errors import HttpError
 
 from harnessweb.apikit import ErrorOut, RowId
+from harnessweb.judging.transcript import SOCKET_WIRES
 from runs_app.ci.conversion import ConversionError, load_cassette
 from runs_app.ci.recordings import cassette_summaries
-from runs_app.ci.run_streams import cassette_file_name, run_cassette, run_summaries
+from runs_app.ci.run_streams import cassette_file_name, run_cassette, run_summaries, socket_refusal
 from runs_app.models import Cassette, Run
 
 router = Router()
@@ -43,9 +44,12 @@ def run_stream_summary(request: HttpRequest, run_id: uuid.UUID) -> Any:
 )
 def export_run_cassette(request: HttpRequest, run_id: uuid.UUID) -> HttpResponse:
     """The run's requests and responses as a cassette in seed 003's format (secret headers redacted), as a JSON
-    attachment; its interactions' summaries are the run's."""
+    attachment; its interactions' summaries are the run's. A socket session's run (Realtime's, Live's) is refused
+    with a 422 saying why: its responses are no HTTP exchanges."""
     run = get_object_or_404(Run, pk=run_id)
     cassette = run_cassette(run)
+    if cassette is None and run.protocol in SOCKET_WIRES:
+        raise HttpError(422, f"Run {run_id} is no cassette: {socket_refusal(run.protocol, run_id)}.")
     if cassette is None:
         raise HttpError(404, f"Run {run_id} served no response that can be exported.")
     return HttpResponse(

@@ -1,8 +1,11 @@
 """A scenario's MCP servers over MCP's Streamable HTTP transport (``/mcp/<server>``): read, find the scenario and the
 session, ask the engine (``harnessweb.engine.mcp``), record, send. Thin.
 
-Which scenario: the one ``X-Harness-Scenario`` names, else the only one that declares the server (of several, the
-one whose run in this process was the latest to get a request). Which run a tool call joins: the one
+Which scenario a session plays: the one ``X-Harness-Scenario`` names, else the only one that declares the server.
+Of several, the one the model's run plays (the run ``X-Harness-Run`` or a ``harness-run-<id>`` key names, else the
+session run: the scenario its model turns played, else its script's), so a session opened before the test's first
+model request never takes the previous test's; with no run named, or one that plays none of them yet, a 400 whose
+JSON-RPC error names the candidates and the header to send. Which run a tool call joins: the one
 ``X-Harness-Run`` (or a ``harness-run-<id>`` key) names, else the session run of a pytest session's server, else the
 latest run of the scenario in this process still open to its conversation (the agent's model turns), else a run of
 the session's own. Sessions are held in this process's memory, as the session run is (``current.py``).
@@ -11,6 +14,7 @@ the session's own. Sessions are held in this process's memory, as the session ru
 from __future__ import annotations
 
 import time
+import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -21,12 +25,13 @@ from django.utils import timezone
 from harnessweb.engine import keys, mcp
 from harnessweb.engine.mcp_schema import McpConfig
 from harnessweb.engine.redaction import redact_headers
-from harnessweb.engine.routes import SCENARIO_HEADER
+from harnessweb.engine.routes import RUN_HEADER, SCENARIO_HEADER
 from harnessweb.engine.schemas import Scenario
 from harnessweb.engine.wire.common import Encoded, WireError
 from runs_app.endpoint import current
-from runs_app.endpoint.recorder import RunState, get_recorder
+from runs_app.endpoint.recorder import RunState, get_recorder, while_up
 from runs_app.lifecycle import Replied, next_status
+from runs_app.models import Run, RunScript
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 MAX_SESSIONS = 10_000
@@ -59,11 +64,17 @@ class McpExchange:
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         self.run: RunState | None = None
         self.started = time.perf_counter()
+        self.model_run: tuple[uuid.UUID | None, str] = (None, "")  # the model's run and its scenario, when asked
 
     async def handle(self, receive: Any, send: Any) -> None:
         self.server = mcp.server_of(self.scope["path"])
         body = await self.read_body(receive)
         by_id = (cached_catalog() or await sync_to_async(current_catalog)()).by_id
+        # A new session (no Mcp-Session-Id) may have to choose among several scenarios: by its model's run, which
+        # only an async read can tell (the engine's finder is synchronous).
+        fresh = SCENARIO_HEADER not in self.headers and mcp.SESSION_HEADER not in self.headers
+        if fresh and len(self.declaring(by_id)) > 1:
+            self.model_run = await self.played()
         get_recorder().responding += 1  # (how the recorder chooses where to commit: recorder.py, _write)
         try:
             done = mcp.exchange(self.scope["method"], self.server, self.headers, body, _sessions, self.finder(by_id))
@@ -113,20 +124,43 @@ class McpExchange:
                 message = f"Scenario '{named}' declares no MCP server '{self.server}' (its servers: {servers})"
                 raise mcp.Refused(404, message)
             return scenario
-        declaring = [s for s in by_id.values() if s.mcp is not None and self.server in s.mcp.servers]
+        declaring = self.declaring(by_id)
         if len(declaring) == 1:
             return declaring[0]
         if declaring:
-            ids = {s.id for s in declaring}
-            latest = next((r.scenario_id for r in reversed(get_recorder().by_id.values()) if r.scenario_id in ids), "")
-            if latest:
-                return by_id[latest]
-            raise mcp.Refused(
-                404,
-                f"Several scenarios declare an MCP server '{self.server}' ({', '.join(sorted(ids))}): "
-                f"name one in the {SCENARIO_HEADER} header",
+            run_id, played = self.model_run
+            ids = sorted(s.id for s in declaring)
+            if played in ids:
+                return by_id[played]
+            whose = (
+                f"no run is named ({RUN_HEADER}, or a harness-run-<id> key)"
+                if run_id is None
+                else f"run {run_id} plays {f'{played!r}' if played else 'no scenario yet'}"
             )
+            message = (
+                f"Several scenarios declare an MCP server '{self.server}' ({', '.join(ids)}) and {whose}: "
+                f"name one in the {SCENARIO_HEADER} header"
+            )
+            raise mcp.Refused(400, message)
         raise mcp.Refused(404, f"No scenario declares an MCP server '{self.server}'")
+
+    def declaring(self, by_id: dict[str, Scenario]) -> list[Scenario]:
+        """The scenarios that declare this MCP server."""
+        return [s for s in by_id.values() if s.mcp is not None and self.server in s.mcp.servers]
+
+    async def played(self) -> tuple[uuid.UUID | None, str]:
+        """The model's run this request names (else the session run) and the scenario it plays: the one its model
+        turns played here, else its script's, else its stored row's ("" when none yet)."""
+        try:
+            run_id = current.run_of(keys.run_named(self.headers))
+        except WireError as exc:
+            raise mcp.Refused(400, exc.message, mcp.INVALID_PARAMS) from None
+        if run_id is None:
+            return None, ""
+        state = get_recorder().by_id.get(run_id)
+        if state is not None and state.scenario_id:
+            return run_id, state.scenario_id
+        return run_id, await while_up(_stored_scenario, run_id) or ""
 
     async def resolve(self, session: mcp.Session, create: bool) -> RunState | None:
         """The run the session's events join (the module's docstring says which); None when none is named and
@@ -198,3 +232,9 @@ class McpExchange:
 def _turn(run: RunState) -> int | None:
     """The turn a tool call follows: the latest model turn served (None before any)."""
     return max(run.turns_served, default=None)
+
+
+def _stored_scenario(run_id: uuid.UUID) -> str:
+    """The scenario a run's script names, else the one its stored row played ("" for neither)."""
+    scripted = RunScript.objects.filter(run_id=run_id).values_list("scenario", flat=True).first()
+    return scripted or Run.objects.filter(id=run_id).values_list("scenario_id", flat=True).first() or ""

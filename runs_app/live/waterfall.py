@@ -68,11 +68,13 @@ class Dot:
     first: int  # the frame numbers it stands for, from 1
     last: int
     at_ms: int  # after the first byte
+    unit: str = "frame"  # a socket's: "message"
 
     @property
     def label(self) -> str:
-        which = f"frame {self.first}" if self.first == self.last else f"frames {self.first}–{self.last}"
-        return f"{which} at +{format_ms(self.at_ms)} after the first byte"
+        which = f"{self.unit} {self.first}" if self.first == self.last else f"{self.unit}s {self.first}–{self.last}"
+        first = "the first message" if self.unit == "message" else "the first byte"
+        return f"{which} at +{format_ms(self.at_ms)} after {first}"
 
 
 @dataclass
@@ -165,11 +167,12 @@ class Row:
     def sentence(self) -> str:
         """The row in words (the bar's title, for screen readers and hovering)."""
         parts = [f"{self.label}: {self.asked or 'request'} at +{format_ms(self.start_ms)}"]
+        first, frames = ("message", "messages") if self.asked else ("byte", "frames")  # a socket's are messages
         if self.ttfb_ms is not None:
-            parts.append(f"first byte after {format_ms(self.ttfb_ms)}")
+            parts.append(f"first {first} after {format_ms(self.ttfb_ms)}")
         if self.frame_ms:
             parts.append(
-                f"{len(self.frame_ms)} frames over {format_ms(self.frame_ms[-1])}, pacing gaps {self.gaps_text}"
+                f"{len(self.frame_ms)} {frames} over {format_ms(self.frame_ms[-1])}, pacing gaps {self.gaps_text}"
             )
         if self.duration_ms is not None:
             parts.append(f"done after {format_ms(self.duration_ms)}")
@@ -363,21 +366,21 @@ def build(
         if row.ttfb_ms is not None:
             first_byte = row.start_ms + row.ttfb_ms
             row.x_first_byte = x(first_byte)
-            row.dots, row.gaps = _dots(row.frame_ms or [], first_byte, x)
+            row.dots, row.gaps = _dots(row.frame_ms or [], first_byte, x, "message" if row.asked else "frame")
         if row.index in waits:
             row.wait = _wait(waits[row.index], x)
     ticks = [(x(i * step), format_ms(i * step)) for i in range(int(round(span / step)) + 1)]
     return Waterfall(rows=rows, span_ms=span, ticks=ticks, height=AXIS_H + len(rows) * ROW_H + 6)
 
 
-def _dots(frames: list[int], first_byte: float, x: Any) -> tuple[list[Dot], list[Gap]]:
+def _dots(frames: list[int], first_byte: float, x: Any, unit: str = "frame") -> tuple[list[Dot], list[Gap]]:
     dots: list[Dot] = []
     for number, at in enumerate(frames, start=1):
         px = x(first_byte + at)
         if dots and px - dots[-1].x < DOT_PX:
             dots[-1].last = number
             continue
-        dots.append(Dot(x=px, first=number, last=number, at_ms=at))
+        dots.append(Dot(x=px, first=number, last=number, at_ms=at, unit=unit))
     gaps = [
         Gap(x1=x(first_byte + a), x2=x(first_byte + b), ms=b - a)
         for a, b in zip(frames, frames[1:], strict=False)

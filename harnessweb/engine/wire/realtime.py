@@ -3,8 +3,10 @@ each client event makes of it, as the server events that answer it.
 
 Pure: the consumer (``runs_app/endpoint/realtime_consumer.py``) receives and sends, decides each response with
 :func:`harnessweb.engine.playback.decide` on :func:`chat_request` (the session's conversation as the neutral
-request, so a turn is chosen as over HTTP) and sends what :func:`response_events` or :func:`failure_events` build.
-Errors are ``error`` events in the API's shape, whose ``error`` is OpenAI's HTTP error object.
+request, so a turn is chosen as over HTTP) and sends what :func:`response_events` or :func:`failure_events` build
+(in :mod:`~harnessweb.engine.wire.realtime_response`, re-exported here). Errors are ``error`` events in the API's
+shape, whose ``error`` is OpenAI's HTTP error object. Server VAD's speech detection is
+:mod:`~harnessweb.engine.wire.realtime_vad`'s.
 """
 
 from __future__ import annotations
@@ -16,18 +18,25 @@ from typing import Any
 
 import orjson
 
-from harnessweb.engine.exchange import ChatRequest, Failure, Message, Reply, short_id, word_chunks
-from harnessweb.engine.wire import openai
-from harnessweb.engine.wire.common import WireError, argument_chunks
+from harnessweb.engine.exchange import ChatRequest, Message, short_id
+from harnessweb.engine.wire.common import WireError
+from harnessweb.engine.wire.realtime_response import AUDIO_CHUNK_BYTES as AUDIO_CHUNK_BYTES
+from harnessweb.engine.wire.realtime_response import FORMAT, error_event
+from harnessweb.engine.wire.realtime_response import Response as Response
+from harnessweb.engine.wire.realtime_response import begin_response as begin_response
+from harnessweb.engine.wire.realtime_response import cancelled as cancelled
+from harnessweb.engine.wire.realtime_response import failure_events as failure_events
+from harnessweb.engine.wire.realtime_response import http_error as http_error
+from harnessweb.engine.wire.realtime_response import response_events as response_events
+from harnessweb.engine.wire.realtime_vad import Detector, Speech, level_of, ms
 
 PROTOCOL = "realtime"
 LABEL = "OpenAI Realtime"
 PATH = "/v1/realtime"
-AUDIO_CHUNK_BYTES = 4800  # 100 ms of 24 kHz mono PCM16 per response.output_audio.delta
-_FORMAT = {"type": "audio/pcm", "rate": 24000}
 HANDLED = (
     "session.update", "conversation.item.create", "input_audio_buffer.append",
     "input_audio_buffer.commit", "input_audio_buffer.clear", "response.create", "response.cancel",
+    "conversation.item.delete", "conversation.item.truncate", "conversation.item.retrieve",
 )  # fmt: skip
 _SESSION_FIELDS = frozenset(
     {"type", "model", "instructions", "tools", "tool_choice", "output_modalities", "audio", "max_output_tokens",
@@ -46,7 +55,9 @@ class RealtimeError(Exception):
 @dataclass
 class Session:
     """One socket's session: its configuration as ``session.created`` shows it, the conversation's items (each with
-    the response that made it, "" for the client's), the input audio buffer, and the count of events sent."""
+    the response that made it, "" for the client's), the input audio buffer with its speech detector (and the id
+    of the item the speech under way will become), each spoken item's audio length in ms, and the count of events
+    sent."""
 
     id: str
     config: dict[str, Any]
@@ -54,6 +65,9 @@ class Session:
     audio: bytearray = field(default_factory=bytearray)
     sent: int = 0
     responses: int = 0
+    detector: Detector = field(default_factory=Detector)
+    speech_item: str | None = None
+    spoken_ms: dict[str, int] = field(default_factory=dict)
 
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
         """A server event with the next deterministic ``event_id``."""
@@ -67,16 +81,28 @@ class Session:
     def last_item_id(self) -> str | None:
         return self.items[-1][0]["id"] if self.items else None
 
+    def find(self, item_id: Any, verb: str) -> int:
+        """The index of the item ``item_id`` names, else the API's error (``verb``: what was being done)."""
+        if not isinstance(item_id, str):
+            raise RealtimeError("Missing required parameter: 'item_id'.", "item_id", "missing_required_parameter")
+        for index, (item, _) in enumerate(self.items):
+            if item["id"] == item_id:
+                return index
+        message = f"Error {verb} item: the item with id '{item_id}' does not exist."
+        raise RealtimeError(message, "item_id", "item_not_found")
+
 
 @dataclass(frozen=True)
 class Step:
     """What a client event asks beyond the events answering it at once: a response (its ``response`` parameters),
-    its cancellation, or the input audio committed (the consumer then gives :func:`commit_audio` its transcript)."""
+    its cancellation, the input audio committed (the consumer then gives :func:`commit_audio` its transcript), or
+    the response under way interrupted (server VAD heard speech start and ``interrupt_response`` is on)."""
 
     events: tuple[dict[str, Any], ...] = ()
     respond: dict[str, Any] | None = None
     cancel: bool = False
     commit: bool = False
+    interrupt: bool = False
 
 
 def open_session(session_id: str, model: str) -> tuple[Session, dict[str, Any]]:
@@ -87,22 +113,12 @@ def open_session(session_id: str, model: str) -> tuple[Session, dict[str, Any]]:
         "max_output_tokens": "inf", "tracing": None, "truncation": "auto", "prompt": None, "expires_at": 0,
         "include": None,
         "audio": {
-            "input": {"format": _FORMAT, "transcription": None, "noise_reduction": None, "turn_detection": None},
-            "output": {"format": _FORMAT, "voice": "alloy", "speed": 1.0},
+            "input": {"format": FORMAT, "transcription": None, "noise_reduction": None, "turn_detection": None},
+            "output": {"format": FORMAT, "voice": "alloy", "speed": 1.0},
         },
     }  # fmt: skip
     session = Session(session_id, config)
     return session, session.event("session.created", session=config)
-
-
-def error_event(session: Session, error: dict[str, Any], client_event_id: str | None = None) -> dict[str, Any]:
-    """An ``error`` event carrying OpenAI's error object (``message``, ``type``, ``param``, ``code``)."""
-    return session.event("error", error={**error, "event_id": client_event_id})
-
-
-def http_error(encoded_body: bytes) -> dict[str, Any]:
-    """The error object of an OpenAI HTTP error body (a key refusal, a failure), for an ``error`` event."""
-    return dict(orjson.loads(encoded_body)["error"])
 
 
 def refused(session: Session, exc: RealtimeError, client_event_id: str | None) -> dict[str, Any]:
@@ -138,12 +154,15 @@ def _handle(session: Session, event: dict[str, Any]) -> Step:
     if kind == "input_audio_buffer.append":
         audio = event.get("audio")
         try:
-            session.audio += base64.b64decode(audio if isinstance(audio, str) else "", validate=True)
+            pcm = base64.b64decode(audio if isinstance(audio, str) else "", validate=True)
         except binascii.Error:
             raise RealtimeError("Invalid 'audio': not base64-encoded audio", "audio") from None
-        return Step()
+        session.audio += pcm
+        return _detect(session, pcm)
     if kind == "input_audio_buffer.clear":
         session.audio.clear()
+        session.detector.reset()
+        session.speech_item = None
         return Step((session.event("input_audio_buffer.cleared"),))
     if kind == "input_audio_buffer.commit":
         if not session.audio:
@@ -158,6 +177,14 @@ def _handle(session: Session, event: dict[str, Any]) -> Step:
         return Step(respond=params)
     if kind == "response.cancel":
         return Step(cancel=True)
+    if kind == "conversation.item.delete":
+        del session.items[session.find(event.get("item_id"), "deleting")]
+        return Step((session.event("conversation.item.deleted", item_id=event["item_id"]),))
+    if kind == "conversation.item.retrieve":
+        item = session.items[session.find(event.get("item_id"), "retrieving")][0]
+        return Step((session.event("conversation.item.retrieved", item=item),))
+    if kind == "conversation.item.truncate":
+        return Step((_truncate(session, event),))
     supported = ", ".join(HANDLED)
     raise RealtimeError(f"Invalid value: '{kind}'. Supported values are: {supported}.", "type")
 
@@ -184,13 +211,95 @@ def _update(config: dict[str, Any], changes: dict[str, Any]) -> None:
     for i, tool in enumerate(changes.get("tools") or []):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise RealtimeError(f"Missing required parameter: 'session.tools[{i}].name'.", f"session.tools[{i}].name")
+    audio_input = (changes.get("audio") or {}).get("input") if isinstance(changes.get("audio"), dict) else None
+    if isinstance(audio_input, dict) and "turn_detection" in audio_input:
+        audio_input = {**audio_input, "turn_detection": _turn_detection(audio_input["turn_detection"])}
     for name, value in changes.items():
         if name == "audio" and isinstance(value, dict):
             for side in ("input", "output"):
                 if isinstance(value.get(side), dict):
-                    config["audio"][side] = {**config["audio"][side], **value[side]}
+                    given = audio_input if side == "input" else value[side]
+                    config["audio"][side] = {**config["audio"][side], **given}
         else:
             config[name] = value
+
+
+# The API's defaults for what a client leaves out of a turn detection it turns on.
+_VAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "server_vad": {"threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500, "idle_timeout_ms": None,
+                   "create_response": True, "interrupt_response": True},
+    "semantic_vad": {"eagerness": "auto", "create_response": True, "interrupt_response": True},
+}  # fmt: skip
+
+
+def _turn_detection(value: Any) -> dict[str, Any] | None:
+    """``audio.input.turn_detection`` checked: null (clients commit) or a VAD, the API's defaults filled in."""
+    param = "session.audio.input.turn_detection"
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("type") not in _VAD_DEFAULTS:
+        raise RealtimeError(f"Invalid value for '{param}.type': server_vad or semantic_vad", f"{param}.type")
+    defaults = _VAD_DEFAULTS[value["type"]]
+    for name, given in value.items():
+        if name != "type" and name not in defaults:
+            raise RealtimeError(f"Unknown parameter: '{param}.{name}'.", f"{param}.{name}", "unknown_parameter")
+        if name.endswith("_ms") and given is not None and (not isinstance(given, int) or given < 0):
+            raise RealtimeError(f"Invalid '{param}.{name}': a whole number of ms, at least 0", f"{param}.{name}")
+    threshold = 0.5 if value.get("threshold") is None else value["threshold"]
+    if not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+        raise RealtimeError(f"Invalid '{param}.threshold': a number from 0.0 to 1.0", f"{param}.threshold")
+    return {"type": value["type"], **defaults, **{name: given for name, given in value.items() if given is not None}}
+
+
+def _detect(session: Session, pcm: bytes) -> Step:
+    """Appended audio under server VAD: ``speech_started`` when a sample is loud, ``speech_stopped`` after the
+    silence duration (counted in samples), then the buffer up to there committed and, with ``create_response``,
+    a response. The rest of the buffer waits for the next turn. Speech starting over a response interrupts it
+    (``interrupt_response``), as the API does."""
+    vad, audio_format = (
+        session.config["audio"]["input"].get("turn_detection"),
+        session.config["audio"]["input"]["format"],
+    )
+    if not vad or audio_format.get("type", "audio/pcm") != "audio/pcm":  # G.711 bytes are no PCM16 samples to read
+        return Step()
+    rate = int(audio_format.get("rate") or FORMAT["rate"])
+    silence = (vad.get("silence_duration_ms") or 500) * rate // 1000  # semantic_vad: the server_vad default
+    speech: Speech = session.detector.feed(pcm, max(1, silence), level_of(vad.get("threshold", 0.5)))
+    events = []
+    if speech.started is not None:
+        session.speech_item = session.new_id("item")
+        start = max(0, speech.started - (vad.get("prefix_padding_ms") or 0) * rate // 1000)
+        events.append(
+            session.event(
+                "input_audio_buffer.speech_started", audio_start_ms=ms(start, rate), item_id=session.speech_item
+            )
+        )
+    interrupt = speech.started is not None and bool(vad.get("interrupt_response", True))
+    if speech.stopped is None:
+        return Step(tuple(events), interrupt=interrupt)
+    stopped = {"audio_end_ms": ms(speech.stopped, rate), "item_id": session.speech_item}
+    events.append(session.event("input_audio_buffer.speech_stopped", **stopped))
+    respond = {} if vad.get("create_response", True) else None
+    return Step(tuple(events), respond=respond, commit=True, interrupt=interrupt)
+
+
+def _truncate(session: Session, event: dict[str, Any]) -> dict[str, Any]:
+    """``conversation.item.truncate``: an assistant message's audio cut at ``audio_end_ms`` (what the user heard),
+    its transcript removed from the server's copy as the API does, so the next response reads no unheard text."""
+    item = session.items[session.find(event.get("item_id"), "truncating")][0]
+    if item["type"] != "message" or item.get("role") != "assistant":
+        raise RealtimeError("Only assistant messages can be truncated.", "item_id")
+    index, end = event.get("content_index"), event.get("audio_end_ms")
+    content = item.get("content") or []
+    if not isinstance(index, int) or not 0 <= index < len(content) or content[index].get("type") != "output_audio":
+        raise RealtimeError("Invalid 'content_index': the item has no audio content part there.", "content_index")
+    heard = session.spoken_ms.get(item["id"], 0)
+    if not isinstance(end, int) or not 0 <= end <= heard:
+        message = f"Invalid 'audio_end_ms': {end} is beyond the audio's duration of {heard} ms."
+        raise RealtimeError(message, "audio_end_ms")
+    content[index] = {**content[index], "transcript": ""}
+    session.spoken_ms[item["id"]] = end
+    return session.event("conversation.item.truncated", item_id=item["id"], content_index=index, audio_end_ms=end)
 
 
 _PARTS = {
@@ -248,11 +357,18 @@ def _added(session: Session, item: dict[str, Any], by: str) -> list[dict[str, An
 
 
 def commit_audio(session: Session, transcript: str) -> list[dict[str, Any]]:
-    """The input audio buffer committed as a user message whose transcription is ``transcript`` (the scenario's)."""
-    seconds = round(len(session.audio) / (2 * _FORMAT["rate"]), 3)
-    session.audio.clear()
+    """The input audio buffer committed as a user message whose transcription is ``transcript`` (the scenario's):
+    all of it (a client's commit), or up to where server VAD heard speech stop (its item the one speech announced).
+    """
+    if session.speech_item is not None and not session.detector.speaking:  # VAD heard speech stop: up to there
+        taken = len(session.audio) - len(session.detector.pending)
+    else:  # a client's commit: all of the buffer
+        session.detector.reset()
+        taken = len(session.audio)
+    seconds = round(taken / (2 * FORMAT["rate"]), 3)
+    del session.audio[:taken]
     item = {"type": "message", "role": "user", "content": [{"type": "input_audio", "transcript": transcript}]}
-    item_id = session.new_id("item")
+    item_id, session.speech_item = session.speech_item or session.new_id("item"), None
     committed = session.event("input_audio_buffer.committed", previous_item_id=session.last_item_id, item_id=item_id)
     events = [committed, *_added(session, _item({**item, "id": item_id}), "")]
     usage = {"type": "duration", "seconds": seconds}
@@ -319,138 +435,3 @@ def parse_request(body: Any) -> ChatRequest:
     items = [item for item in body["input"] if isinstance(item, dict) and "type" in item]
     session.items = [(item, str(item.get("response_id") or "")) for item in items]
     return chat_request(session, body.get("response") or {})
-
-
-@dataclass
-class Response:
-    """A response under way: its id, the parameters it was created with, and the items it has made."""
-
-    id: str
-    params: dict[str, Any]
-    modalities: list[str]
-    output: list[dict[str, Any]] = field(default_factory=list)
-
-    def object(self, status: str, usage: dict[str, Any] | None = None, details: Any = None) -> dict[str, Any]:
-        audio = {"output": {"format": _FORMAT, "voice": "alloy"}}
-        return {
-            "object": "realtime.response", "id": self.id, "status": status, "status_details": details,
-            "output": self.output, "conversation_id": "conv_" + self.id[5:], "output_modalities": self.modalities,
-            "max_output_tokens": "inf", "audio": audio, "usage": usage, "metadata": self.params.get("metadata"),
-        }  # fmt: skip
-
-
-def begin_response(session: Session, params: dict[str, Any]) -> tuple[Response, dict[str, Any]]:
-    """A new response and its ``response.created`` event."""
-    session.responses += 1
-    modalities = params.get("output_modalities") or session.config.get("output_modalities") or ["audio"]
-    response = Response(session.new_id("resp"), params, list(modalities))
-    return response, session.event("response.created", response=response.object("in_progress"))
-
-
-def _usage(reply: Reply, audio_out: bool) -> dict[str, Any]:
-    u = reply.usage
-    out = {"text_tokens": 0 if audio_out else u.output_tokens, "audio_tokens": u.output_tokens if audio_out else 0}
-    return {
-        "total_tokens": u.total_tokens, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-        "input_token_details": {"text_tokens": u.input_tokens, "audio_tokens": 0, "cached_tokens": 0},
-        "output_token_details": out,
-    }  # fmt: skip
-
-
-def response_events(
-    session: Session, response: Response, reply: Reply, audio: str | None = None, transcript: str | None = None
-) -> list[tuple[dict[str, Any], bool]]:
-    """A reply as a response's events after ``response.created``, each with whether it is a delta (pacing applies
-    to deltas): a message item per text (spoken as ``audio``, base64 PCM16, with its ``transcript`` when the turn
-    carries audio and the response may speak), a function call item per call, then ``response.done`` with usage."""
-    events: list[tuple[dict[str, Any], bool]] = []
-    speak = bool(audio) and "audio" in response.modalities
-    for block in reply.blocks:
-        if block.type == "reasoning":
-            continue
-        at = {"response_id": response.id, "output_index": len(response.output)}
-        if block.type == "text":
-            item: dict[str, Any] = {"id": session.new_id("item"), "type": "message", "role": "assistant"}
-            events += _item_events(session, response, item, at, _spoken(reply, block.text, audio, transcript, speak))
-        else:
-            item = {"id": session.new_id("item"), "type": "function_call", "name": block.name, "call_id": block.call_id}
-            events += _item_events(session, response, item, at, _call(block.call_id, block.name, block.arguments))
-    done = response.object("completed", _usage(reply, speak), None)
-    events.append((session.event("response.done", response=done), False))
-    return events
-
-
-def _spoken(reply: Reply, text: str, audio: str | None, transcript: str | None, speak: bool) -> dict[str, Any]:
-    if not speak or audio is None:
-        chunks = word_chunks(text, reply.chunk_words)
-        return {"part": {"type": "text", "text": text}, "content": {"type": "output_text", "text": text},
-                "deltas": [("response.output_text.delta", {"delta": c}) for c in chunks],
-                "dones": [("response.output_text.done", {"text": text})]}  # fmt: skip
-    said = text if transcript is None else transcript
-    pcm = base64.b64decode(audio)
-    sound = [base64.b64encode(pcm[i : i + AUDIO_CHUNK_BYTES]).decode() for i in range(0, len(pcm), AUDIO_CHUNK_BYTES)]
-    words = word_chunks(said, reply.chunk_words)
-    deltas: list[tuple[str, dict[str, Any]]] = []
-    for i in range(max(len(sound), len(words))):
-        if i < len(words):
-            deltas.append(("response.output_audio_transcript.delta", {"delta": words[i]}))
-        if i < len(sound):
-            deltas.append(("response.output_audio.delta", {"delta": sound[i]}))
-    return {"part": {"type": "audio", "transcript": said}, "content": {"type": "output_audio", "transcript": said},
-            "deltas": deltas,
-            "dones": [("response.output_audio.done", {}),
-                      ("response.output_audio_transcript.done", {"transcript": said})]}  # fmt: skip
-
-
-def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    deltas = [
-        ("response.function_call_arguments.delta", {"call_id": call_id, "delta": c}) for c in argument_chunks(arguments)
-    ]
-    done = ("response.function_call_arguments.done", {"call_id": call_id, "name": name, "arguments": arguments})
-    return {"arguments": arguments, "deltas": deltas, "dones": [done]}
-
-
-def _item_events(
-    session: Session, response: Response, item: dict[str, Any], at: dict[str, Any], body: dict[str, Any]
-) -> list[tuple[dict[str, Any], bool]]:
-    """One output item's events: added, its content part (a message's) or arguments, done."""
-    opening = {**item, "object": "realtime.item", "status": "in_progress"}
-    opening.update(content=[]) if item["type"] == "message" else opening.update(arguments="")
-    previous = session.last_item_id
-    events = [
-        (session.event("response.output_item.added", **at, item=opening), False),
-        (session.event("conversation.item.added", previous_item_id=previous, item=opening), False),
-    ]
-    where = {**at, "item_id": item["id"]} | ({"content_index": 0} if item["type"] == "message" else {})
-    if item["type"] == "message":
-        empty = {"type": body["part"]["type"]} | {k: "" for k in body["part"] if k != "type"}
-        events.append((session.event("response.content_part.added", **where, part=empty), False))
-    events += [(session.event(kind, **where, **fields), True) for kind, fields in body["deltas"]]
-    events += [(session.event(kind, **where, **fields), False) for kind, fields in body["dones"]]
-    if item["type"] == "message":
-        events.append((session.event("response.content_part.done", **where, part=body["part"]), False))
-        finished = {**opening, "status": "completed", "content": [body["content"]]}
-    else:
-        finished = {**opening, "status": "completed", "arguments": body["arguments"]}
-    response.output.append(finished)
-    session.items.append((finished, response.id))
-    events.append((session.event("response.output_item.done", **at, item=finished), False))
-    events.append((session.event("conversation.item.done", previous_item_id=previous, item=finished), False))
-    return events
-
-
-def failure_events(session: Session, response: Response, failure: Failure) -> list[dict[str, Any]]:
-    """A failure a turn scripts, as the API reports one: an ``error`` event (OpenAI's error object for the kind),
-    then ``response.done`` with status ``failed``."""
-    error = http_error(openai.encode_failure(failure).body)
-    details = {"type": "failed", "error": {"type": error["type"], "code": error["code"], "message": error["message"]}}
-    return [
-        error_event(session, error),
-        session.event("response.done", response=response.object("failed", None, details)),
-    ]
-
-
-def cancelled(session: Session, response: Response) -> dict[str, Any]:
-    """``response.done`` for a response the client cancelled, with the items it made so far."""
-    details = {"type": "cancelled", "reason": "client_cancelled"}
-    return session.event("response.done", response=response.object("cancelled", None, details))
