@@ -30,6 +30,7 @@ EXPECTED_TESTS = {
     "ai-sdk-v6.test.ts": 5,
     "ai-sdk-v7.test.ts": 9,
     "anthropic.test.ts": 6,
+    "chaos.test.ts": 3,
     "export-scenarios.test.ts": 4,
     "isolation-a.test.ts": 1,
     "isolation-b.test.ts": 1,

@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from harnessweb.engine import structured, tokens
+from harnessweb.engine import chaos, structured, tokens
 from harnessweb.engine.exchange import (
     Block,
     ChatRequest,
@@ -108,11 +108,21 @@ class Answers:
         self.answers: list[Answer] = []
         self.errors: list[Error] = []
         self.expect_key: ExpectKey | None = None  # the key every request must carry (``harness.expect_key``)
+        self.chaos: chaos.Chaos | None = None  # failures at random, seeded (``chaos.py``)
+        self.chaos_used = 0  # the requests chaos has decided for: the next one's number
 
     def clear(self) -> None:
         self.answers.clear()
         self.errors.clear()
         self.expect_key = None
+        self.chaos, self.chaos_used = None, 0
+
+    def take_chaos(self) -> chaos.Hit | None:
+        """The failure chaos gives this request, if any, counted (every request takes a number, failed or not)."""
+        if self.chaos is None:
+            return None
+        self.chaos_used += 1
+        return chaos.hit(self.chaos, self.chaos_used - 1)
 
     def take_error(self, model: str) -> Error | None:
         for error in self._for(self.errors, model):
@@ -150,7 +160,8 @@ class Answers:
             for e in self.errors
         ]
         expect_key = self.expect_key.model_dump(mode="json", exclude_none=True) if self.expect_key else None
-        return {"answers": answers, "errors": errors, "expect_key": expect_key}
+        made = {"answers": answers, "errors": errors, "expect_key": expect_key}
+        return made | ({"chaos": {**self.chaos.to_data(), "used": self.chaos_used}} if self.chaos else {})
 
     @classmethod
     def from_data(cls, data: Any) -> Answers:
@@ -187,6 +198,10 @@ class Answers:
             except ValidationError as exc:
                 err = exc.errors()[0]
                 raise ValueError(".".join(str(p) for p in ("expect_key", *err["loc"])) + f": {err['msg']}") from None
+        if data.get("chaos") is not None:
+            made.chaos = chaos.from_data(data["chaos"])
+            used = data["chaos"].get("used", 0)
+            made.chaos_used = used if isinstance(used, int) and not isinstance(used, bool) and used >= 0 else 0
         return made
 
 

@@ -1,11 +1,11 @@
 /**
  * One test's run on a harness server: a fresh run id, the environment its default clients read (base URLs and an
  * API key `harness-run-<id>` that names the run), what its requests get (the run's script,
- * `PUT /api/runs/{id}/script`: answers, failure kinds, a scenario, the key every request must carry) and the calls
- * it recorded, read back from the run's events; and seed 001's e2e pieces on the run: `judge(criteria)` (the server's
- * judge over REST), `artifact(name, content)` (a generated page or text) and `collectTurnLog(turn)` (the turn's trace
- * log from `TRACE_LOG_DIR`, its outcome read from its footer by the server). Nothing here needs vitest:
- * `harnessweb/vitest` gives each test one.
+ * `PUT /api/runs/{id}/script`: answers, failure kinds, chaos by probability, a scenario, the key every request must
+ * carry) and the calls it recorded, read back from the run's events; and seed 001's e2e pieces on the run:
+ * `judge(criteria)` (the server's judge over REST), `artifact(name, content)` (a generated page or text) and
+ * `collectTurnLog(turn)` (the turn's trace log from `TRACE_LOG_DIR`, its outcome read from its footer by the server).
+ * Nothing here needs vitest: `harnessweb/vitest` gives each test one.
  */
 
 import { createHash, randomUUID } from "node:crypto";
@@ -55,6 +55,19 @@ interface ScriptError {
   times: number | "always";
   used: number;
 }
+
+/** Each chaos rate `chaos()` takes and its name on the wire (the script's `chaos`). */
+const CHAOS_RATES = {
+  rateLimit: "rate_limit",
+  serverError: "server_error",
+  networkError: "network_error",
+  malformed: "malformed",
+} as const;
+
+/** Chaos by probability (`chaos()`): a seed and the rate (0..1) of each kind, the rates together at most 1. */
+export type ChaosOptions = { seed?: number } & { [rate in keyof typeof CHAOS_RATES]?: number };
+
+type ScriptChaos = { seed: number; used: number } & Record<(typeof CHAOS_RATES)[keyof typeof CHAOS_RATES], number>;
 
 export class HarnessError extends Error {
   override name = "HarnessError";
@@ -119,6 +132,7 @@ export class HarnessRun {
   private errors: ScriptError[] = [];
   private scenario = "";
   private expectedKey: { fingerprint: string; place?: string } | null = null;
+  private chaosScript: ScriptChaos | null = null;
   private forgotten = 0;
   private readonly traces: TraceFolder | null;
   private readonly collected: TurnLog[] = [];
@@ -240,6 +254,33 @@ export class HarnessRun {
     return this.expectedKey?.fingerprint ?? null;
   }
 
+  /** Fail later requests at random, the same ones for the same seed and the same sequence of requests: rates (0..1,
+   * together at most 1) of `rateLimit` (a 429), `serverError` (a 500), `networkError` (the connection cut) and
+   * `malformed` (a chunk whose JSON is cut). The run's requests are numbered from 0 again; a request chaos fails
+   * takes no answer, so the client's retry gets it. No rates turns it off. */
+  async chaos(options: ChaosOptions = {}): Promise<void> {
+    const unknown = Object.keys(options).filter((name) => name !== "seed" && !Object.hasOwn(CHAOS_RATES, name));
+    if (unknown.length > 0) {
+      const known = ["seed", ...Object.keys(CHAOS_RATES)].join(", ");
+      throw new HarnessError(`chaos: unknown option ${JSON.stringify(unknown[0])}; use ${known}`);
+    }
+    const seed = options.seed ?? 0;
+    if (!Number.isSafeInteger(seed) || seed < 0) {
+      throw new HarnessError(`chaos: seed must be a whole number from 0, got ${JSON.stringify(seed)}`);
+    }
+    const given = Object.keys(CHAOS_RATES).filter((name) => options[name as keyof ChaosOptions] !== undefined);
+    const script = { seed, used: 0 } as ScriptChaos;
+    for (const [name, wire] of Object.entries(CHAOS_RATES)) {
+      const rate = options[name as keyof typeof CHAOS_RATES] ?? 0;
+      if (typeof rate !== "number" || !(rate >= 0 && rate <= 1)) {
+        throw new HarnessError(`chaos: ${name} must be a rate from 0 to 1, got ${JSON.stringify(rate)}`);
+      }
+      script[wire] = rate;
+    }
+    this.chaosScript = given.length > 0 ? script : null; // (the server checks that the rates add up to at most 1)
+    await this.push(true);
+  }
+
   /** Forget the script and the calls so far. */
   async reset(): Promise<void> {
     this.forgotten = (await this.calls()).length + this.forgotten;
@@ -247,19 +288,23 @@ export class HarnessRun {
     this.errors = [];
     this.scenario = "";
     this.expectedKey = null;
+    this.chaosScript = null;
     const response = await this.request("DELETE", `/runs/${this.id}/script`);
     if (response.status !== 204 && response.status !== 404) await this.refused(response, "forgetting the script");
   }
 
-  private async push(): Promise<void> {
+  /** `chaosFromZero`: a new `chaos()` numbers the requests from 0; any other push keeps the server's number. */
+  private async push(chaosFromZero = false): Promise<void> {
     const current = await this.request("GET", `/runs/${this.id}/script`);
     if (current.status === 200) {
       // Keep the server's counts: entries are only ever appended here, so they line up.
-      const served = (await current.json()) as { answers: ScriptAnswer[]; errors: ScriptError[] };
+      const served = (await current.json()) as { answers: ScriptAnswer[]; errors: ScriptError[]; chaos?: ScriptChaos };
       served.answers.forEach((theirs, i) => this.answers[i] && (this.answers[i].used = theirs.used));
       served.errors.forEach((theirs, i) => this.errors[i] && (this.errors[i].used = theirs.used));
+      if (this.chaosScript && !chaosFromZero) this.chaosScript.used = served.chaos?.used ?? 0;
     }
     const script = { answers: this.answers, errors: this.errors, scenario: this.scenario, expect_key: this.expectedKey };
+    if (this.chaosScript) Object.assign(script, { chaos: this.chaosScript });
     await this.api("PUT", `/runs/${this.id}/script`, script, "this test's script");
   }
 

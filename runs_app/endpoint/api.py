@@ -42,7 +42,9 @@ def put_script(request: HttpRequest, run_id: uuid.UUID) -> Any:
     """Answers (``text``, ``json`` or ``tool_calls``, optional ``model`` and ``reasoning``) come in order per model
     and the last one stays; errors (a failure ``kind``, ``times``: a number or "always") come first while they
     last; ``scenario`` names a scenario to play otherwise; ``expect_key`` (``{"fingerprint", "place"?}``) is the key
-    every request of the run must carry, else its validation failure. Replaces the run's script and its counts."""
+    every request of the run must carry, else its validation failure; ``chaos`` (``{"seed", "rate_limit",
+    "server_error", "network_error", "malformed"}``, rates 0..1 adding up to at most 1) fails requests at random, the
+    same ones for the same seed (``harnessweb.engine.chaos``). Replaces the run's script and its counts."""
     body = read_json(request)
     if not isinstance(body, dict):
         raise invalid(("body",), "must be an object with 'answers', 'errors' and 'scenario'")

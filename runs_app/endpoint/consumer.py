@@ -20,7 +20,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 from django.conf import settings
 
-from harnessweb.engine import keys, respond, routes
+from harnessweb.engine import chaos, keys, ratelimit, respond, routes
 from harnessweb.engine.exchange import ChatRequest, Decision, Failure
 from harnessweb.engine.redaction import redact_headers
 from harnessweb.engine.routes import SCENARIO_HEADER
@@ -34,6 +34,8 @@ from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
 LIVE_INTERVAL_S = 0.05
+CHAOS_ORDINALS = chaos.Ordinals()  # the X-Harness-Chaos header's request numbers per key, in this process
+RATE_LIMITER = ratelimit.Limiter()  # the rate-limit buckets per key, in this process (each worker counts its own)
 
 
 # Content types whose body servers read as form fields, never as JSON: a JSON body sent with one gets a 400 naming it
@@ -68,6 +70,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.started = time.perf_counter()
         self.first_byte: float | None = None
         self.status = 0  # the response's status, for the metrics
+        self.rate_headers: list[tuple[bytes, bytes]] = []  # where the key's rate-limit budget stands (rate_limited)
         self.frame_ms: list[int] = []  # when each frame went out, ms after the first byte (the response event's)
         self.run: RunState | None = None
         self.turn: int | None = None
@@ -161,6 +164,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if self.run is not None:
             headers.append((b"x-harness-run", str(self.run.id).encode()))
         headers.append((self.protocol.REQUEST_ID_HEADER, self.request_id.encode()))
+        headers += self.rate_headers
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         self.status = encoded.status
         await self.send_headers(status=encoded.status, headers=headers)
@@ -251,6 +255,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if media_type in FORM_TYPES and not hasattr(route.wire, "read_body"):  # a form its wire reads (audio)
             message = f"Content-Type {media_type} is not supported here: send the body as JSON (application/json)"
             return await self.reply(self._error(400, message, "content-type"))
+        if route.kind == "answer" and getattr(route.wire, "ANSWERS_FIXTURES", False):
+            # A scenario's image fixture is known where its catalog was built: this worker may not have built it yet.
+            cached_catalog() or await sync_to_async(current_catalog)()
         try:
             payload, request = respond.read_request(route, body)
             explicit = current.run_of(keys.run_named(self.headers, self.query_key))  # else the session run
@@ -281,6 +288,13 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 message = f"Scenario '{named}' not found (from the {SCENARIO_HEADER} header)"
                 return await self.reply(self._error(404, message))
             pins = {pin.input: pin for pin in catalog.by_id[named].embeddings}
+        fingerprint = key.fingerprint if (key := keys.presented(self.headers, self.query_key)) else ""
+        limits, scenario = settings.HARNESS_RATE_LIMIT, catalog.by_id.get(named or "")
+        self.rate_headers, spent = ratelimit.gate(
+            RATE_LIMITER, limits, scenario, self.protocol.PROTOCOL, fingerprint, None
+        )
+        if spent is not None:  # counted against the key's budget like a conversation, spending no tokens
+            return await self.reply(self.protocol.encode_failure(ratelimit.failure(spent), self.request_id))
         encode = getattr(self.protocol, "encode_embeddings", embeddings.encode_embeddings)  # Cohere's has its own
         await self.reply(encode(request, pins))
 
@@ -303,8 +317,14 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 "key": vars(key) if (key := keys.presented(self.headers, self.query_key)) else None,
             },
         )
+        try:  # chaos by probability for one key (the header's: counted in this process), else the run script's
+            hit = chaos.header_hit(self.headers, request.key_fingerprint, CHAOS_ORDINALS)
+        except ValueError as exc:
+            return await self.refuse(400, str(exc), self._error(400, str(exc), chaos.HEADER_NAME))
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
-        taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
+        script_chaos = chaos.HEADER not in self.headers
+        taken = await while_up(scripts.take, run.id, request.model, script_chaos, hit) if explicit is not None else None
+        hit = taken.chaos if taken is not None else hit
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
         try:
             decision, failure = steps.played(catalog, request, self.headers, taken, settings.HARNESS_PACING)
@@ -317,6 +337,11 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if await cassette_replay.from_scenario(self, scenario):  # a scenario that names a cassette
             return
 
+        serves = hit is None and failure is None  # what a configured failure or chaos sends spends no tokens
+        if (limited := self.rate_limited(request, decision, scenario, serves)) is not None:
+            return await self.fail(decision, request, ratelimit.failure(limited), 1, 1, limited.event_data())
+        if hit is not None:  # chaos: a failure kind drawn from the seed, sent as a scripted one is
+            return await self.fail(decision, request, hit.failure, 1, 1, hit.event_data())
         if failure is not None:  # a configured failure kind: one attempt of as many as the script gives
             return await self.fail(decision, request, failure, 1, 1)
         if decision.failure is not None and run.id and (attempt := await steps.attempt(run, decision)):
@@ -325,6 +350,16 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         if steps.expects_calls(decision, scenario):  # the scripted end of a scenario that expects MCP calls
             problem = await steps.unmet_call(recorder, run, decision, scenario)
         await self.serve(decision, request, problem)
+
+    def rate_limited(
+        self, request: ChatRequest, decision: Decision, scenario: Any, serves: bool
+    ) -> ratelimit.Standing | None:
+        """Count this request against its key's budget (the scenario's, else HARNESS_RATE_LIMIT), keep the headers
+        saying where it stands for the answer, and the standing when the budget was spent (a 429 goes out)."""
+        usage = decision.reply.usage if serves else None
+        setting, key = settings.HARNESS_RATE_LIMIT, request.key_fingerprint
+        self.rate_headers, spent = ratelimit.gate(RATE_LIMITER, setting, scenario, self.protocol.PROTOCOL, key, usage)
+        return spent
 
     async def key_refusal(self, scenario: Any = None) -> respond.KeyRefusal | None:
         """The provider's refusal when keys must arrive and this request's did not (``respond.key_refusal``, every
@@ -362,12 +397,20 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
 
         await self.send_out(out, finish)
 
-    async def fail(self, decision: Decision, request: ChatRequest, failure: Failure, attempt: int, of: int) -> None:
+    async def fail(
+        self,
+        decision: Decision,
+        request: ChatRequest,
+        failure: Failure,
+        attempt: int,
+        of: int,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         run = self.run
         assert run is not None
         recorder = get_recorder()
         metrics.observe_failure(failure.status)
-        steps.injected(recorder, run, decision.turn, failure, attempt, of)
+        steps.injected(recorder, run, decision.turn, failure, attempt, of, extra)
         hold = settings.HARNESS_TIMEOUT_HOLD_MS
         out = respond.failure_outgoing(self.protocol, failure, decision, request, self.request_id, hold)
         dropped = out.drop_after is not None

@@ -105,9 +105,19 @@ async def attempt(run: RunState, decision: Decision) -> int:
     return counted or 0
 
 
-def injected(recorder: Recorder, run: RunState, turn: int, failure: Failure, attempt: int, of: int) -> None:
-    """The failure an attempt serves, as the run's ``failure_injected`` event (attempt ``attempt`` of ``of``)."""
+def injected(
+    recorder: Recorder,
+    run: RunState,
+    turn: int,
+    failure: Failure,
+    attempt: int,
+    of: int,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """The failure an attempt serves, as the run's ``failure_injected`` event (attempt ``attempt`` of ``of``);
+    ``extra`` what else it says (chaos's mark and seed: ``chaos.Hit.event_data``)."""
     data = {
+        **(extra or {}),
         "status": failure.status,
         "message": failure.message,
         "attempt": attempt,

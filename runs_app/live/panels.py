@@ -34,6 +34,7 @@ EVENT_LOOK = {
     "response": ("Response", "←", "ok"),
     "rejected": ("Rejected", "✖", "bad"),
     "client_disconnected": ("Client disconnected", "⏏", "warn"),
+    "message": ("Message", "⇄", "info"),  # a socket's client message that asked for no response
     "mcp_session": ("MCP session", "⇄", "info"),
     "mcp_call": ("MCP tool call", "⚙", "info"),
     "mcp_result": ("MCP tool answer", "↩", "ok"),
@@ -71,6 +72,14 @@ def _event_summary(event: RunEvent) -> tuple[str, str, str]:
     if event.kind == "failure_injected":
         advice = f" · Retry-After {format_ms(data['retry_after_ms'])}" if data.get("retry_after_ms") is not None else ""
         retryable = "" if data.get("retryable", True) else " · not retryable"
+        if isinstance(limit := data.get("rate_limit"), dict):  # the key's budget spent (engine/ratelimit.py)
+            window = limit.get("window_s")
+            window = f"{window:g}" if isinstance(window, int | float) else window
+            where = f"rate limit · {limit.get('requests')} requests per {window} s spent"
+            return f"{data.get('status', '')} ({where}): {data.get('message', '')}{advice}", icon, tone
+        if data.get("chaos"):  # drawn at random: the seed (and request number) reproduce it
+            where = f"chaos · seed {data.get('seed')} · request {data.get('ordinal', 0) + 1}"
+            return f"{data.get('status', '')} ({where}): {data.get('message', '')}{advice}{retryable}", icon, tone
         return (
             f"{data.get('status', '')} (failure {data.get('attempt', '?')} of {data.get('of', '?')}): "
             f"{data.get('message', '')}{advice}{retryable}",

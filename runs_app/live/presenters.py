@@ -176,6 +176,8 @@ def _turn_state(events: list[RunEvent]) -> tuple[str, str]:
     if any(e.kind == "validation" and not (e.data or {}).get("ok", True) for e in events):
         return "failed", "validation failed"
     last = next((e for e in reversed(events) if e.kind in ("response", "rejected")), None)
+    if last is None and events and all(e.kind == "message" for e in events):
+        return "running", "messages, no response asked yet"
     if last is None:
         return "running", "in progress"
     if last.kind == "rejected":
@@ -187,7 +189,13 @@ def _turn_state(events: list[RunEvent]) -> tuple[str, str]:
 
 def _socket_line(kind: str, data: Mapping[str, Any]) -> str:
     """A socket turn's request or answer in one line: the client's message and what the session held, or the
-    server's messages, the error it sent, or the cut connection."""
+    server's messages, the error it sent, or the cut connection; a message that asked for no response and what
+    answered it."""
+    if kind == "message":
+        replies = ", ".join(str(r) for r in data.get("replies") or []) or "nothing"
+        error = f": {data['error']}" if data.get("error") else ""
+        closed = f" · session closed: {data['closed']}" if data.get("closed") else ""
+        return f"client → server: {data.get('type', '')} · server → client: {replies}{error}{closed}"
     if kind == "request":
         body = data.get("body") if isinstance(data.get("body"), Mapping) else {}
         items, tools = body.get("input", body.get("contents")), body.get("tools")
@@ -195,6 +203,8 @@ def _socket_line(kind: str, data: Mapping[str, Any]) -> str:
         counts += plural(len(tools) if isinstance(tools, list) else 0, "tool")
         return f"client → server: {asked_by(data)} on {data.get('path', '')} (socket) · {counts}"
     took = format_ms(data.get("duration_ms"))
+    if data.get("ttfb_ms") is not None:
+        took = f"first message after {format_ms(data['ttfb_ms'])} · {took}"
     if data.get("failure"):
         how = "connection cut mid-response" if data.get("dropped") else "error"
         return f"server → client: {how} ({data['failure']}) · {took}"
@@ -207,7 +217,7 @@ def _event_rows(events: list[RunEvent], start: datetime | None) -> list[dict[str
     rows = [event_row(e, start) for e in events]
     if any(e.kind == "request" and is_socket(e.data or {}) for e in events):
         for row, event in zip(rows, events, strict=True):
-            if event.kind in ("request", "response"):
+            if event.kind in ("request", "response", "message"):
                 row["summary"] = _socket_line(event.kind, event.data or {})
     return rows
 
@@ -328,6 +338,7 @@ def resilience_context(run: Run | None, events: list[RunEvent]) -> dict[str, Any
                 "status": failure.status,
                 "attempt": failure.attempt,
                 "of": failure.of,
+                "tried": failure.tried,
                 "retryable": failure.retryable,
                 "got": got,
                 "advised": format_ms(failure.advised_ms) if failure.advised_ms is not None else "none",

@@ -77,6 +77,15 @@ class FailureOutcome:
     verdict: str | None  # honoured | too early | no advice (only when retried)
     next_turn: int | None  # the turn of the next request, when it went on
     sentence: str = ""
+    chaos_seed: int | None = None  # chaos by probability chose it (``harnessweb.engine.chaos``): the seed that did
+
+    @property
+    def tried(self) -> str:
+        """Which failure of its turn this was: ``1 of 3``, ``1 (it always fails)``, or ``chaos (seed 7)`` (chaos
+        fails a request by chance, so its count of one says nothing)."""
+        if self.chaos_seed is not None:
+            return f"chaos (seed {self.chaos_seed})"
+        return f"{self.attempt} of {self.of}" if self.of < ALWAYS else f"{self.attempt} (it always fails)"
 
     @property
     def flagged(self) -> bool:
@@ -147,7 +156,7 @@ def _what_failed(status: str, http_status: int | None, received: bool) -> str:
 
 
 def _failure_sentence(f: FailureOutcome) -> str:
-    count = f"failure {f.attempt} of {f.of}" if f.of < ALWAYS else f"failure {f.attempt} (it always fails)"
+    count = f.tried if f.chaos_seed is not None else f"failure {f.tried}"
     head = f"{_turn_label(f.turn).capitalize()}, {count}, "
     what = _what_failed(f.status, f.http_status, f.received)
     if f.outcome == WAITED_OUT:
@@ -267,11 +276,18 @@ def analyse(events: Iterable[Mapping[str, Any]], *, live: bool = False) -> Resil
             waited_ms=waited,
             verdict=verdict,
             next_turn=next_turn,
+            chaos_seed=_chaos_seed(data),
         )
         outcomes.append(_with_sentence(outcome_row))
 
     backoff = _backoff(outcomes)
     return Resilience(failures=tuple(outcomes), backoff=backoff, summary=_summary(outcomes, backoff))
+
+
+def _chaos_seed(data: Mapping[str, Any]) -> int | None:
+    """The seed of a failure chaos chose (its event is marked ``chaos``), else None."""
+    seed = data.get("seed")
+    return seed if data.get("chaos") is True and isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 def _with_sentence(outcome: FailureOutcome) -> FailureOutcome:
