@@ -91,13 +91,22 @@ def serve(
         url = url.replace("http://", "https://", 1)
         interface, port = listener.getsockname()[:2]
         listener.close()  # released just before daphne binds it, as for an address that is not IPv4
-        bind = ["-e", f"ssl:port={port}:interface={interface}:privateKey={server_pem}:certKey={server_pem}"]
+        bind = ["-e", tls_endpoint(port, interface, server_pem)]
     else:
         bind = _bind_arguments(listener)
     deadline = time.monotonic() + ANSWER_TIMEOUT_S
     threading.Thread(target=_announce, args=(announce_to, url, token, deadline, ca), daemon=True).start()
     daphne_serve.main([*bind, "harnessweb.asgi:application"])
     return 0
+
+
+def tls_endpoint(port: int, interface: str, server_pem: str) -> str:
+    """daphne's ``ssl:`` endpoint string, each value quoted as Twisted's parser reads it: a ``:`` (a folder named
+    ``a:b``, an IPv6 interface) or a ``\\`` in a value would otherwise split or escape it."""
+    from twisted.internet.endpoints import quoteStringArgument
+
+    values = {"port": str(port), "interface": interface, "privateKey": server_pem, "certKey": server_pem}
+    return "ssl:" + ":".join(f"{name}={quoteStringArgument(value)}" for name, value in values.items())
 
 
 def certificates(host: str) -> tuple[str, str]:

@@ -7,18 +7,30 @@ The endpoint's consumer calls :func:`observe_request` once per request and :func
 failure; the recorder gives :func:`watch_queue` its queue and calls :func:`observe_flush`. Each does nothing while
 the setting is off.
 
-Each server process keeps its own registry: under several workers (``harness serve --workers N``, the compose file's
-replicas) a scrape reads the worker that answers it, so scrape each worker's address (or sum over them in
-PromQL); the runs by status come from the shared database and are the same from every worker.
+Each server process keeps its own registry: under several workers (``harness serve --workers N``) a scrape reads the
+worker that answers it, unless ``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's own variable) names a folder, empty at
+start and shared by the workers of one host: then each process writes its values there and a scrape aggregates them
+all (``MultiProcessCollector``: counters and histograms summed, the queue depth summed over live processes). The runs
+by status come from the shared database and are the same from every worker, counted once per scrape.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
 from collections.abc import Callable, Iterator
 
 from django.conf import settings
 from django.db.models import Count
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -57,7 +69,21 @@ DROPPED = Counter(
     "Run events dropped (the database unreachable past the buffer).",
     registry=REGISTRY,
 )
-QUEUE = Gauge("harness_recorder_queue_depth", "Run events queued, not yet written.", registry=REGISTRY)
+# livesum: in multiprocess mode the depths of the processes alive, summed (a dead worker's queue is gone with it).
+QUEUE = Gauge(
+    "harness_recorder_queue_depth",
+    "Run events queued, not yet written.",
+    registry=REGISTRY,
+    multiprocess_mode="livesum",
+)
+MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+_queue_depth: list[Callable[[], int]] = []  # the recorder's, once it has started
+
+
+def multiprocess_dir() -> str | None:
+    """The folder the processes share their values in (prometheus-client reads the variable when it is imported, so
+    it must be set before the server starts), or None: each process its own registry."""
+    return os.environ.get(MULTIPROC_VARIABLE) or None
 
 
 def enabled() -> bool:
@@ -93,6 +119,7 @@ def observe_flush(events_written: int, dropped: int = 0) -> None:
         EVENTS_WRITTEN.inc(events_written)
     if dropped:
         DROPPED.inc(dropped)
+    _refresh_queue()
 
 
 class RunsCollector(Collector):
@@ -116,10 +143,30 @@ REGISTRY.register(RunsCollector())
 
 
 def watch_queue(depth: Callable[[], int]) -> None:
-    """Read the recorder's queue depth from ``depth`` on each scrape (the recorder gives it when it starts)."""
-    QUEUE.set_function(lambda: float(depth()))
+    """Read the recorder's queue depth from ``depth`` on each scrape (the recorder gives it when it starts); in
+    multiprocess mode a scrape reads the files, so each process writes its depth at each flush (and the answering one
+    at the scrape)."""
+    if multiprocess_dir() is None:
+        QUEUE.set_function(lambda: float(depth()))
+        return
+    _queue_depth[:] = [depth]
+    # A worker that stops takes its live values with it (the files of the processes that remain are summed).
+    atexit.register(multiprocess.mark_process_dead, os.getpid())
+
+
+def _refresh_queue() -> None:
+    if _queue_depth:
+        QUEUE.set(_queue_depth[0]())
 
 
 def exposition() -> tuple[bytes, str]:
-    """The metrics in Prometheus's text format, and its content type."""
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    """The metrics in Prometheus's text format, and its content type: this process's registry, or with
+    ``PROMETHEUS_MULTIPROC_DIR`` every process's values in that folder, aggregated, and the runs by status."""
+    folder = multiprocess_dir()
+    if folder is None:
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    _refresh_queue()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=folder)
+    registry.register(RunsCollector())
+    return generate_latest(registry), CONTENT_TYPE_LATEST

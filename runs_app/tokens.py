@@ -5,6 +5,7 @@ The REST API's bearer-token auth, which every router shares, is in :mod:`harness
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import secrets
 
@@ -13,6 +14,9 @@ from django.utils import timezone
 from runs_app.models import ApiToken
 
 TOKEN_PREFIX = "hrn_"
+# How stale a token's last-used time may get: a scraper every 15 s (/metrics) or a burst of API calls writes the row
+# once a minute, not once a request.
+TOUCH_EVERY = dt.timedelta(minutes=1)
 
 
 def digest(token: str) -> str:
@@ -27,13 +31,14 @@ def issue(name: str, scope: str = ApiToken.Scope.READ) -> tuple[ApiToken, str]:
 
 
 def authenticate(token: str) -> ApiToken | None:
-    """The live token matching ``token``, its last-used time updated; None when unknown or revoked."""
+    """The live token matching ``token``, its last-used time updated (when older than ``TOUCH_EVERY``); None when
+    unknown or revoked."""
     if not token:
         return None
     # A digest lookup: the comparison is on hashes, so timing reveals nothing about the token.
     row = ApiToken.objects.filter(digest=digest(token), revoked_at__isnull=True).first()
-    if row is not None:
-        now = timezone.now()
+    now = timezone.now()
+    if row is not None and (row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY):
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         row.last_used_at = now
     return row

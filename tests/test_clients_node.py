@@ -1,7 +1,8 @@
-"""Which node client calls what: the official `openai` and `@anthropic-ai/sdk` packages and the AI SDK's openai,
-anthropic and google providers (versions pinned in tests/clients/package-lock.json, installed by `make test`), each
-run by tests/clients/clients.mjs against the harness with its defaults, for a plain answer, a stream and its tool
-loop. Every case checks the text the script got, the endpoint path it called and the run the harness recorded.
+"""Which node client calls what: the official `openai`, `@anthropic-ai/sdk` and `ollama` (ollama-js) packages and the
+AI SDK's openai, anthropic and google providers (versions pinned in tests/clients/package-lock.json, installed by
+`make test`), each run by tests/clients/clients.mjs against the harness with its defaults, for a plain answer, a
+stream and its tool loop (and ollama-js's `format` with a schema). Every case checks the text the script got, the
+endpoint path it called and the run the harness recorded.
 
 Without `node` on the machine this module collects no test (`make test` says so in one line); with node but
 without tests/clients/node_modules every test fails, naming the command that installs them."""
@@ -30,6 +31,7 @@ from tests.client_runs import (
     threads,
     tools_scenario,
 )
+from tests.conftest import make_scenario
 
 NODE = shutil.which("node")
 SCRIPTS = Path(__file__).resolve().parent / "clients"
@@ -43,6 +45,7 @@ CLIENTS = {
     "ai-sdk-openai-chat": "/v1/chat/completions",
     "ai-sdk-anthropic": "/v1/messages",
     "ai-sdk-google": GEMINI,
+    "ollama-js": "/api/chat",
 }
 
 
@@ -60,6 +63,7 @@ def run_client(server: Any, api_key: str, client: str, mode: str, scenario: str)
         "ANTHROPIC_API_KEY": api_key,
         "ANTHROPIC_BASE_URL": server.url,
         "GOOGLE_GENERATIVE_AI_API_KEY": api_key,
+        "OLLAMA_HOST": server.url,
     }
     done = subprocess.run(
         [NODE or "node", "clients.mjs", client, mode],
@@ -108,3 +112,14 @@ else:
         assert paths(run) == {CLIENTS[client]}
         if client == "anthropic-messages":  # the tool runner threads the conversation by default
             assert threads(run) == ["create", "continue"]
+
+    def test_it_answers_ollama_js_format_with_the_structured_answer(
+        harness_server: Any, api_key: str, transactional_db: None
+    ) -> None:
+        weather = {"city": "Paris", "celsius": 21}
+        make_scenario("structured-ollama-js", [{"turn": 1, "response": {"kind": "structured", "data": weather}}])
+        got = run_client(harness_server, api_key, "ollama-js", "structured", "structured-ollama-js")
+        assert json.loads(got["text"]) == weather
+        run = played("structured-ollama-js", [1])
+        assert paths(run) == {"/api/chat"}
+        assert run.events.get(kind="request").data["body"]["format"]["required"] == ["city", "celsius"]

@@ -14,16 +14,20 @@ import orjson
 import pytest
 
 from harnessweb.engine import respond, routes
+from harnessweb.engine.exchange import Reply, Usage
 from harnessweb.engine.wire import media, media_bytes, transcription
 from harnessweb.engine.wire.common import WireError
 
 HOST = {"host": "harness.test:8000"}
+NO_SCENARIO = Reply((), "stop", Usage(0, 0, 0))
 
 
-def answer(method: str, path: str, body: dict | None = None):
+def answer(method: str, path: str, body: dict | None = None, reply: Reply = NO_SCENARIO):
+    """What the route answers; a generation (played) as ``reply`` encodes (by default a reply with no fixture)."""
     route = routes.resolve(method, path, HOST)
     assert isinstance(route, routes.Route), route
-    return respond.read_request(route, orjson.dumps(body) if body is not None else b"")[1]
+    request = respond.read_request(route, orjson.dumps(body) if body is not None else b"")[1]
+    return media.encode_reply(reply, request) if isinstance(request, media.ImageRequest) else request
 
 
 def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
@@ -134,6 +138,7 @@ def test_speech_is_silence_in_the_asked_format():
         ({"model": "tts-1", "input": "x"}, "voice"),
         ({"model": "tts-1", "voice": "alloy"}, "input"),
         ({"model": "tts-1", "voice": "alloy", "input": "x", "response_format": "opus"}, "response_format"),
+        ({"model": "tts-1", "voice": "alloy", "input": "x", "response_format": "aac"}, "response_format"),
         ({"model": "tts-1", "voice": "alloy", "input": "x", "speed": 9}, "speed"),
         ({"model": "tts-1", "voice": "alloy", "input": "x" * 4097}, "input"),
     ],

@@ -20,7 +20,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessweb.engine.cassette_format import CassetteFile
-from harnessweb.engine.loader import SCENARIO_SUFFIXES, ScenarioFileError, parse_text, scenarios_in_text
+from harnessweb.engine.loader import (
+    SCENARIO_SUFFIXES,
+    ScenarioFileError,
+    parse_text,
+    scenarios_in_text,
+    validation_context,
+)
 from harnessweb.engine.locate import line_of
 from harnessweb.engine.schemas import Scenario
 
@@ -136,7 +142,7 @@ def _check_cassette(path: Path, text: str, data: dict[str, Any], report: Report)
 
 def _check_scenarios(path: Path, text: str, data: Any, is_yaml: bool, report: Report) -> None:
     try:
-        scenarios = scenarios_in_text(path, text)  # the loader's own checks and messages
+        scenarios = scenarios_in_text(path, text, path.parent)  # the loader's own checks and messages
     except ScenarioFileError as exc:
         lines = _field_lines(path, text, data, is_yaml)
         for message in str(exc).splitlines():
@@ -164,7 +170,7 @@ def _field_lines(path: Path, text: str, data: Any, is_yaml: bool) -> dict[str, i
         if not isinstance(entry, dict):
             continue
         try:
-            Scenario.model_validate(entry)
+            Scenario.model_validate(entry, context=validation_context(path.parent))
         except ValidationError as exc:
             prefix, base = (f"[{index}] ", [index]) if as_list else ("", [])
             for error in exc.errors():

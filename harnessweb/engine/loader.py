@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harnessweb.engine import image_fixtures
 from harnessweb.engine.schemas import Scenario, format_validation_error
 from harnessweb.text import pretty_json
 
@@ -87,8 +88,9 @@ def parse_text(path: Path, text: str) -> Any:
         raise ScenarioFileError(f"{path}: invalid YAML: {exc}") from exc
 
 
-def _scenarios_in(path: Path, data: Any) -> list[Scenario]:
-    """Validate one file's data: a scenario object or a non-empty list of them."""
+def _scenarios_in(path: Path, data: Any, folder: Path | None = None) -> list[Scenario]:
+    """Validate one file's data: a scenario object or a non-empty list of them; paths in it (an image fixture's)
+    are relative to ``folder`` (None: the data gives no paths, as an upload's cannot)."""
     if data is None:
         raise ScenarioFileError(f"{path}: the file holds no scenario (only comments or null)")
     if isinstance(data, dict):
@@ -106,7 +108,7 @@ def _scenarios_in(path: Path, data: Any) -> list[Scenario]:
             problems.append(f"{path}: {prefix}expected a scenario object, found {type(entry).__name__}")
             continue
         try:
-            scenarios.append(Scenario.model_validate(entry))
+            scenarios.append(Scenario.model_validate(entry, context=validation_context(folder)))
         except ValidationError as exc:
             problems.append(format_validation_error(exc, source=f"{path}: {prefix}"))
     if problems:
@@ -125,12 +127,18 @@ def read_scenario_file(path: Path) -> list[Scenario]:
         raise ScenarioFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if not text.strip():
         raise ScenarioFileError(f"{path}: the file is empty")
-    return scenarios_in_text(path, text)
+    return scenarios_in_text(path, text, path.parent)
 
 
-def scenarios_in_text(path: Path, text: str) -> list[Scenario]:
-    """The scenarios in the text of a file named ``path`` (it need not exist). Raises ScenarioFileError."""
-    return _scenarios_in(path, parse_text(path, text))
+def scenarios_in_text(path: Path, text: str, folder: Path | None = None) -> list[Scenario]:
+    """The scenarios in the text of a file named ``path`` (it need not exist), the paths they give relative to
+    ``folder`` (None: they may give none). Raises ScenarioFileError."""
+    return _scenarios_in(path, parse_text(path, text), folder)
+
+
+def validation_context(folder: Path | None) -> dict[str, Any] | None:
+    """What a scenario's validation reads besides its data: the folder its file paths are relative to."""
+    return {image_fixtures.CONTEXT_DIR: folder} if folder is not None else None
 
 
 def _is_hidden(path: Path, root: Path) -> bool:

@@ -2,12 +2,14 @@
 // server's root), HARNESS_KEY and HARNESS_SCENARIO (the first user message) in the environment. Each client gets
 // only the base URL and the key; everything else is its default. Prints one JSON line on stdout:
 // {"text": the final answer, "deltas": the streamed pieces, "calls": the cities the tool was run with}.
+// ollama-js has a fourth mode, `structured`: `format` with a JSON Schema, its answer's text as `text`.
 import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, isStepCount, jsonSchema, streamText, tool } from 'ai';
+import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 
 globalThis.AI_SDK_LOG_WARNINGS = false;
@@ -136,6 +138,45 @@ function aiSdk(model) {
 }
 const aiOpenai = () => createOpenAI({ baseURL: `${url}/v1`, apiKey });
 
+// ollama-js: chat, its stream (NDJSON), the tool loop (ours: the package has no runner) and `format` with a schema.
+const ollamaClient = () => new Ollama({ host: url });
+const LLAMA = 'llama3.2';
+const OLLAMA_TOOL = { type: 'function', function: { name: 'get_weather', description: WEATHER_DOC, parameters: CITY } };
+const WEATHER = {
+  type: 'object',
+  properties: { city: { type: 'string' }, celsius: { type: 'integer' } },
+  required: ['city', 'celsius'],
+};
+const ollamaJs = {
+  async text() {
+    return (await ollamaClient().chat({ model: LLAMA, messages: user })).message.content;
+  },
+  async stream() {
+    const parts = await ollamaClient().chat({ model: LLAMA, messages: user, stream: true });
+    for await (const part of parts) {
+      if (part.message.content) deltas.push(part.message.content);
+      if (part.done) return deltas.join('');
+    }
+    throw new Error('the stream ended without a done line');
+  },
+  async tools() {
+    const client = ollamaClient();
+    const messages = [...user];
+    for (;;) {
+      const { message } = await client.chat({ model: LLAMA, messages, tools: [OLLAMA_TOOL] });
+      messages.push(message);
+      if (!message.tool_calls?.length) return message.content;
+      for (const call of message.tool_calls) {
+        // Ollama's arguments are an object, not a JSON string.
+        messages.push({ role: 'tool', content: getWeather(call.function.arguments), tool_name: call.function.name });
+      }
+    }
+  },
+  async structured() {
+    return (await ollamaClient().chat({ model: LLAMA, messages: user, format: WEATHER })).message.content;
+  },
+};
+
 const CLIENTS = {
   'openai-chat': openaiChat,
   'openai-responses': openaiResponses,
@@ -144,11 +185,12 @@ const CLIENTS = {
   'ai-sdk-openai-chat': aiSdk(() => aiOpenai().chat('gpt-4.1')),
   'ai-sdk-anthropic': aiSdk(() => createAnthropic({ baseURL: `${url}/v1`, apiKey })(CLAUDE)),
   'ai-sdk-google': aiSdk(() => createGoogleGenerativeAI({ baseURL: `${url}/v1beta`, apiKey })('gemini-2.5-flash')),
+  'ollama-js': ollamaJs,
 };
 
 const client = CLIENTS[name];
 if (!client || !client[mode]) {
-  console.error(`usage: node clients.mjs <${Object.keys(CLIENTS).join('|')}> <text|stream|tools>`);
+  console.error(`usage: node clients.mjs <${Object.keys(CLIENTS).join('|')}> <text|stream|tools|structured>`);
   process.exit(2);
 }
 const text = await client[mode]();
