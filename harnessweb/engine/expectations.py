@@ -268,6 +268,6 @@ def mcp_call_expectations(config: McpConfig, calls: list[tuple[str, str, dict[st
             wanted_arguments = shown.partition(" with ")[2]
             problem = f"Expected MCP tool {name} to be called with {wanted_arguments} but it was called with {carried}"
         else:
-            actual, problem = "never called", f"Expected the agent to call MCP tool {name} but it never did"
+            actual, problem = "never called", f"Expected the agent to call MCP tool {shown} but it never did"
         rows.append(Expectation(f"MCP call {number}", shown, actual, False, problem))
     return rows

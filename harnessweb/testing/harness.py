@@ -1,8 +1,8 @@
 """One test's harness: its scenarios, configured answers and errors, attempt counters, kept answers and call
-history, and the one step every call takes (:meth:`Harness.exchange` for a request on a provider's wire,
-:meth:`Harness.answer` at the ``llm`` boundary). The SDK clients it hands out reach it through an in-process
-transport (``transport.py``): no socket, no server, no Django settings, and the SDK parses the bytes the server
-would send, because both run the same engine and encoders (``harnessweb.engine.respond``).
+history, and the one step every call takes (:meth:`Harness.exchange` for a request on a provider's wire, in
+``wire_exchange.py``; :meth:`Harness.answer` at the ``llm`` boundary). The SDK clients it hands out reach it through
+an in-process transport (``transport.py``): no socket, no server, no Django settings, and the SDK parses the bytes
+the server would send, because both run the same engine and encoders (``harnessweb.engine.respond``).
 """
 
 from __future__ import annotations
@@ -10,32 +10,23 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs
 
-from harnessweb.engine import configured, keys, respond, routes
-from harnessweb.engine.exchange import (
-    ChatRequest,
-    Decision,
-    Failure,
-    InvalidRequest,
-    NothingMatched,
-    ScenarioNotFound,
-)
+from harnessweb.engine import chaos, configured, keys, respond
+from harnessweb.engine.exchange import ChatRequest, Decision, Failure
 from harnessweb.engine.expectations import KEY_PROBLEM
 from harnessweb.engine.playback import Catalog, decide
-from harnessweb.engine.redaction import redact_json
-from harnessweb.engine.routes import SCENARIO_HEADER
 from harnessweb.engine.schemas import FINGERPRINT_PATTERN, ExpectKey, Scenario, format_validation_error
 from harnessweb.engine.tokens import parse_default_usage
-from harnessweb.engine.wire.common import Encoded, WireError
-from harnessweb.engine.wire.embeddings import EmbeddingRequest, encode_embeddings
 from harnessweb.testing import calls as history
-from harnessweb.testing import cassettes, costs, mcp_local
+from harnessweb.testing import cassettes, costs, mcp_local, wire_exchange
 from harnessweb.testing.clients import Clients
-from harnessweb.testing.keychecks import KeyRefused, OnWire, checked
+from harnessweb.testing.keychecks import OnWire, checked
 from harnessweb.testing.tracelogs import TraceCollector, TurnLog
+from harnessweb.testing.wire_exchange import failure_record
+
+__all__ = ["BASE_URL", "Harness", "HarnessError", "Options", "default_usage", "failure_record"]
 
 BASE_URL = "http://harness.invalid"  # in-process: never resolved, the transport answers it
 
@@ -98,6 +89,7 @@ class Harness(Clients):
         self.server_source: Any = None
         self.prices: Any = None  # cost's price table or file (costs.py): the plugin's --harness-prices, else shipped
         self.cassette: str | None = None  # use_cassette's
+        self._mcp_unmet: list[str] = []  # expected MCP calls not made at a scripted end (mcp_local.unmet_call)
 
     # -- configuring ---------------------------------------------------------------------------------------------
 
@@ -146,6 +138,15 @@ class Harness(Clients):
         exception instance is raised (at the ``llm`` boundary as it is, from the transport for SDK clients)."""
         self.answers.errors.append(configured.make_error(model, error, times))
 
+    def chaos(self, seed: int = 0, **rates: float) -> None:
+        """Fail later calls at random, the same ones for the same ``seed``: rates (0..1, together at most 1) of
+        ``rate_limit``, ``server_error``, ``network_error`` and ``malformed``; no rates turns it off."""
+        try:
+            self.answers.chaos = chaos.from_data({"seed": seed, **rates}, "harness.chaos") if rates else None
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+        self.answers.chaos_used = 0
+
     def expect_key(self, key: str | None, place: str | None = None) -> str | None:
         """Every later call must carry this API key (or the key with this fingerprint), in ``place`` if given (a
         header's name, or ``?key``): a call with another key or none gets the validation failure and fails the test,
@@ -182,6 +183,13 @@ class Harness(Clients):
         if "_mcp" not in self.__dict__:  # (its calls: self._mcp[1].calls)
             self._mcp = mcp_local.serve(lambda: (self._catalog.by_id, self._scenario))
         return f"{self._mcp[0]}/mcp/{name}"
+
+    def mcp_problems(self) -> list[str]:
+        """What fails the server's run of this test's MCP servers, in its words, which the plugin fails the test for:
+        each call of a tool a closed world does not declare, and each expected call (``expect_calls``) the agent had
+        not made when its scenario's scripted end was played."""
+        served = self.__dict__.get("_mcp")
+        return (served[1].problems() if served else []) + self._mcp_unmet
 
     def trace_log(self, text: str) -> None:
         """Keep a trace log for this test (seed 001's TurnLog); ``--harness-upload`` sends it with the test's run."""
@@ -222,7 +230,8 @@ class Harness(Clients):
 
     def reset(self) -> None:
         """Forget configured answers, errors, the expected key, the scenario and cassette in use, attempt counters,
-        kept answers, history and the ``llm`` models handed out (seed 002's "Clear all models")."""
+        kept answers, history (the MCP servers' calls and problems too) and the ``llm`` models handed out (seed 002's
+        "Clear all models")."""
         self.answers.clear()
         self._calls.clear()
         self._models, self._async_models = {}, {}
@@ -230,6 +239,9 @@ class Harness(Clients):
         self._catalog = Catalog.build(self._session_scenarios)
         self._attempts.clear()
         self._kept.clear()
+        self._mcp_unmet.clear()
+        if served := self.__dict__.get("_mcp"):  # the in-process MCP servers' calls (their URLs stay valid)
+            served[1].clear()
 
     # -- reading the history -------------------------------------------------------------------------------------
 
@@ -332,6 +344,11 @@ class Harness(Clients):
         call = self._begin(request, body, path)
         if request.key_place:
             call.key = {"place": request.key_place, "fingerprint": request.key_fingerprint}
+        if (hit := self.answers.take_chaos()) is not None:  # as on the server: first, and no entry is taken
+            call.answered_by = "configured"
+            lorem = configured.Error(None, hit.failure.status, 1)  # its decision: the answer a cut connection cuts
+            decision, _ = configured.play(lorem, request, len(self._calls), self.options.signature_key)
+            return call, *checked(self, call, decision, hit.failure, request, wire)
         error = self.answers.take_error(request.model)
         if error is not None and isinstance(error.error, BaseException):
             call.answered_by = "configured"
@@ -360,6 +377,12 @@ class Harness(Clients):
             if attempt < decision.failures_before_success:
                 self._attempts[key] = attempt + 1
                 failure = decision.failure
+        if failure is None and decision.completes_run and not decision.problem:  # as the server's steps.expects_calls
+            scenario = self._catalog.by_id.get(decision.scenario_id)
+            served = self.__dict__.get("_mcp")
+            if problem := mcp_local.unmet_call(scenario.mcp if scenario else None, served[1] if served else None):
+                call.problem = problem  # (the server's calls read it from the run's validation event)
+                self._mcp_unmet.append(problem)
         return call, decision, failure
 
     def _begin(self, request: ChatRequest, body: dict[str, Any], path: str) -> history.Call:
@@ -370,91 +393,9 @@ class Harness(Clients):
         self._calls.append(call)
         return call
 
-    def _run_header(self) -> bytes:
-        """``X-Harness-Run``'s value, this run's id (kept: every response carries it)."""
-        kept = self.__dict__.get("_run_bytes")
-        if kept is None or kept[0] is not self.run_id:
-            kept = self._run_bytes = (self.run_id, str(self.run_id).encode())
-        return kept[1]
-
     def exchange(
         self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
     ) -> tuple[respond.Outgoing, list[tuple[bytes, bytes]], history.Call | None]:
-        """A request on a provider's wire → what the server would send for it, the headers to add, and its call."""
-        route = routes.resolve(method, path, headers, query)
-        request_id = f"req_{uuid.uuid4().hex[:24]}"
-        extra = [(b"x-harness-run", self._run_header()), (route.wire.REQUEST_ID_HEADER, request_id.encode())]
-
-        def error(status: int, message: str, param: str | None = None) -> respond.Outgoing:
-            return respond.Outgoing(route.wire.encode_error(status, message, param=param, request_id=request_id))
-
-        query_key = parse_qs(query).get("key", [""])[0]  # Gemini's ?key=
-        on_wire = None if isinstance(route, routes.Refusal) else OnWire(route, headers, query_key, request_id)
-        # The server's one key check: a conversation's once its scenario is known (answer), but one a cassette
-        # answers (header or use_cassette) and any other route's now, before anything is replayed.
-        if on_wire is not None and (route.kind != "play" or cassettes.named(self, headers)):
-            named = self._catalog.by_id.get(headers.get(SCENARIO_HEADER) or self._scenario or "")
-            if refused := on_wire.refusal(self.options.require_key, named):
-                return respond.Outgoing(refused.encoded), extra, None
-        if (taped := cassettes.intercept(self, route, method, path, headers, body, request_id)) is not None:
-            return taped[0], [], taped[1]  # the recording's own headers, request id included, as the server sends
-        if isinstance(route, routes.Refusal):
-            return error(route.status, route.message), extra, None
-        if route.kind in routes.BATCH_KINDS:  # the Files and Batch APIs: the server's batch consumer only
-            return error(404, f"{path} is served by the harness server only: start it with harness serve"), extra, None
-        if route.kind == "models":
-            return respond.Outgoing(route.wire.encode_models(sorted(self._catalog.by_id))), extra, None
-        if route.kind == "model":
-            return respond.Outgoing(route.wire.encode_model(route.param)), extra, None
-        if route.kind == "kept_response":
-            kept = self._kept.get((route.wire.PROTOCOL, route.param))
-            if kept is None:
-                return error(404, f"Response with id '{route.param}' not found."), extra, None
-            return respond.Outgoing(route.wire.encode_object(kept[1])), extra, None
-        try:
-            body_json, request = respond.read_request(route, body)
-        except WireError as exc:
-            return error(exc.status, exc.message, exc.param), extra, None
-        if isinstance(request, Encoded):
-            return respond.Outgoing(request), extra, None
-        if isinstance(request, EmbeddingRequest):
-            encode = getattr(route.wire, "encode_embeddings", encode_embeddings)  # Cohere's has its own shape
-            return respond.Outgoing(encode(request, self._catalog.pins)), extra, None
-        wire = route.wire
-        if request.continues:
-            kept = self._kept.get((wire.PROTOCOL, request.continues))
-            if kept is None:
-                return respond.Outgoing(wire.encode_unknown_answer(request.continues, request_id)), extra, None
-            request = respond.continued(wire, request, kept[0])
-        if key := keys.presented(headers, query_key):  # keys.stamped, without a dataclass replace's cost
-            request = respond.evolved(request, key_place=key.place, key_fingerprint=key.fingerprint)
-        try:
-            call, decision, failure = self.answer(request, body_json, path, headers.get(SCENARIO_HEADER), wire=on_wire)
-        except KeyRefused as exc:
-            return respond.Outgoing(exc.refusal.encoded), extra, self._calls[-1]
-        except ScenarioNotFound as exc:
-            return error(404, f"Scenario '{exc}' not found (from the {SCENARIO_HEADER} header)"), extra, None
-        except NothingMatched as exc:
-            return error(404, str(exc)), extra, self._calls[-1]
-        except InvalidRequest as exc:
-            return error(400, str(exc)), extra, self._calls[-1]
-        if (taped := cassettes.from_scenario(self, route, call, decision, path, body, request_id)) is not None:
-            return taped, [], call  # the scenario names a cassette: replayed (or refused) as the server does
-        if failure is not None:
-            out = respond.failure_outgoing(wire, failure, decision, request, request_id, self.options.timeout_hold_ms)
-            call.error = failure_record(failure, None if out.drop_after is not None else out.encoded.status)
-            return out, extra, call
-        reply = decision.reply
-        if request.keep:
-            reply = respond.own_reply(request, reply)
-            answer_id, conversation, response = respond.kept(wire, request, reply)
-            self._kept[(wire.PROTOCOL, answer_id)] = (conversation, response)
-        out = respond.reply_outgoing(wire, reply, request)
-        served = decision if reply is decision.reply else replace(decision, reply=reply)  # a replace is a call's cost
-        call.response = redact_json(respond.response_summary(served, out.encoded))
-        return out, extra, call
-
-
-def failure_record(failure: Failure, status: int | None) -> dict[str, Any]:
-    """A call's ``error`` for a failure the harness served: the HTTP status (None for a cut connection) and kind."""
-    return {"status": status, "kind": failure.status, "message": failure.message}
+        """A request on a provider's wire → what the server would send for it, the headers to add, and its call
+        (``wire_exchange.py``)."""
+        return wire_exchange.exchange(self, method, path, query, headers, body)

@@ -200,6 +200,7 @@ def harness(
     problems = [f"a request to the real provider host {host} was refused ({guard.hint(host)})" for host in
                 dict.fromkeys(instance.blocked)]  # fmt: skip
     problems += instance.key_problems()  # a call whose key was not the one expected
+    problems += instance.mcp_problems()  # what fails the server's run: a closed world broken, an expected call unmade
     if instance.options.strict:
         problems += instance.strict_problems()
     if problems:

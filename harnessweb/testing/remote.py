@@ -13,6 +13,7 @@ from typing import Any
 from harnessweb.engine.configured import Answers
 from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX
 from harnessweb.testing import calls as history
+from harnessweb.testing import mcp_local
 from harnessweb.testing.activation import VARIABLE
 from harnessweb.testing.harness import Harness, HarnessError
 from harnessweb.testing.server import Server
@@ -44,13 +45,28 @@ class RemoteHarness(Harness):
         server.serving(self._api, self.run_id)  # the session's own server: requests naming no run are this test's
         if self.traces is not None:  # the calls are served out of sight: turns by their start times
             self.traces.timed = True
-        if self.answers.answers or self.answers.errors or self._scenario or self.answers.expect_key:
+        answers = self.answers
+        if answers.answers or answers.errors or self._scenario or answers.expect_key or answers.chaos:
             self._push()
         return self
 
     def use_cassette(self, name: str | None) -> None:
         if name is not None:
             raise HarnessError(f"use_cassette({name!r}) is in-process only; {IN_SERVER_MODE}")
+
+    def mcp_url(self, name: str) -> str:
+        """The server's MCP server ``name``: on the session's own server its calls join this test's run (on a shared
+        one, give the MCP client the header ``X-Harness-Run``, the test's ``run_id``)."""
+        return f"{self.base_url}/mcp/{name}"
+
+    def mcp_problems(self) -> list[str]:
+        """What failed the test's run in its MCP servers on the server (and in-process, for URLs taken before)."""
+        response = self._api.get(f"/runs/{self.run_id}")
+        if response.status_code != 200:  # (404: no request named the run)
+            return super().mcp_problems()
+        run = response.json()
+        scenario = self._catalog.by_id.get(run["scenario_id"])
+        return super().mcp_problems() + mcp_local.run_problems(run["events"], scenario.mcp if scenario else None)
 
     def leave(self) -> None:
         """The test's end (the plugin's teardown): requests naming no run are no longer this test's."""
@@ -104,6 +120,10 @@ class RemoteHarness(Harness):
         fingerprint = super().expect_key(key, place)
         self._push()  # the run's script carries it: the server checks every request of the run
         return fingerprint
+
+    def chaos(self, seed: int = 0, **rates: float) -> None:
+        super().chaos(seed, **rates)
+        self._push(chaos_from_zero=True)  # the server numbers the run's requests (scripts.take)
 
     def set_error(self, error: str | BaseException, times: int | str = 1, model: str | None = None) -> None:
         if isinstance(error, BaseException):
@@ -169,10 +189,12 @@ class RemoteHarness(Harness):
         super().reset()
         self._api.delete(f"/runs/{self.run_id}/script")
 
-    def _push(self) -> None:
+    def _push(self, chaos_from_zero: bool = False) -> None:
         current = self._api.get(f"/runs/{self.run_id}/script")
         if current.status_code == 200:  # keep the server's counts: entries are only ever appended
             served = Answers.from_data(current.json())
+            if not chaos_from_zero:
+                self.answers.chaos_used = served.chaos_used
             for mine, theirs in zip(self.answers.answers, served.answers, strict=False):
                 mine.used = max(mine.used, theirs.used)  # seed 002's set() spends a replaced answer here
             for mine, theirs in zip(self.answers.errors, served.errors, strict=False):
