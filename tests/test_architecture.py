@@ -20,6 +20,7 @@ PURE = (
     "scenarios_app.editor.fields",
     "scenarios_app.editor.mapping",
     "scenarios_app.editor.binding",
+    "scenarios_app.editor.kept",
     "scenarios_app.editor.raw",
     "runs_app.live.resilience",
     "runs_app.overview.figures",  # the overview's figures and its chart's geometry, from rows

@@ -145,7 +145,7 @@ def test_it_maps_model_to_initial_form_values() -> None:
     assert first["expected_tools"] == "search, fetch"
     assert first["expected_temperature"] == "0.2"
     assert first["assistant_text"] == "Line one.\nLine two."
-    assert first["reasoning"] == [{"text": "Think first.", "signature": "sig-1"}]
+    assert first["reasoning"] == [{"text": "Think first.", "signature": "sig-1", "kept": ""}]
     assert first["tool_calls"] == [mapping.blank_tool_call()]  # ready if the kind is switched to tool-call
     assert first["usage"] == {"input_tokens": "", "output_tokens": "", "total_tokens": ""}  # counted
     assert json.loads(second["tool_calls"][0]["arguments"]) == {"q": "x", "n": 2}

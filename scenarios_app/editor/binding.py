@@ -22,6 +22,7 @@ from scenarios_app.editor.fields import (
     FormState,
     walk_fields,
 )
+from scenarios_app.editor.kept import kept_names
 from scenarios_app.editor.mapping import blank_reasoning, blank_tool_call, new_turn_data, turn_to_state
 
 
@@ -47,7 +48,8 @@ def bind(state: FormState, errors: Errors | None = None) -> dict[str, Any]:
 
     Keys mirror the state; group slots are ``errors`` (the form), ``pacing_slot``, ``match_slot``, ``turns_slot``,
     and per turn ``card``, ``usage_slot``, ``tool_calls_slot``, ``reasoning_slot`` and per item ``slot``.
-    ``all`` lists every field and slot (for the out-of-band error swaps).
+    ``all`` lists every field and slot (for the out-of-band error swaps); ``kept_names``, of the form and of each
+    turn, the fields kept as stored without an input (for the form to say so).
     """
     errors = errors or {}
     fields = {name: BoundField(name, value, tuple(errors.get(name, ()))) for name, value in walk_fields(state)}
@@ -62,6 +64,7 @@ def bind(state: FormState, errors: Errors | None = None) -> dict[str, Any]:
             "index": i,
             "position": i + 1,
             "card": fields[p],
+            "kept_names": kept_names(turn["kept"]),
             **group(p, (*TURN_TEXT_FIELDS, *TURN_FLAGS)),
             "usage": group(f"{p}-usage", USAGE_FIELDS),
             "usage_slot": fields[f"{p}-usage"],
@@ -87,6 +90,7 @@ def bind(state: FormState, errors: Errors | None = None) -> dict[str, Any]:
         "match_slot": fields["match"],
         "match": group("match", MATCH_FIELDS),
         "turns_slot": fields["turns"],
+        "kept_names": kept_names(state["kept"]),
         "turns": turns,
         "all": list(fields.values()),
         "error_count": sum(len(messages) for messages in errors.values()),

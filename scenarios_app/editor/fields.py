@@ -25,8 +25,11 @@ REASONING_CHOICES = ("", "enabled", "disabled")
 RAW_FORMATS = ("json", "yaml")
 KEY_PLACES = ("", *get_args(KeyPlace))  # "": wherever the provider reads it
 # The scenario's one-line and multi-line fields, in page order (the expected API key's fingerprint and place too).
+# ``kept``: the hidden field carrying, verbatim, the fields the form has no input for (scenarios_app.editor.kept);
+# turn cards and reasoning segments have one each.
 TOP_FIELDS = ("id", "description", "tags", "system_prompt_must_include", "priority", "expect_key_fingerprint",
-              "expect_key_place")  # fmt: skip
+              "expect_key_place", "kept")  # fmt: skip
+KEPT = "kept"
 ALL = "__all__"  # the slot for errors that belong to no field
 PACING_FIELDS = ("chunk_words", "interval_ms")
 MATCH_FIELDS = (
@@ -41,7 +44,7 @@ MATCH_FIELDS = (
 USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 SCOPE_FIELDS = ("protocol", "model", "key_fingerprint")  # a failure scope's lists, each a comma-separated field
 TOOL_CALL_FIELDS = ("tool_name", "call_id", "arguments", "assistant_text")
-REASONING_FIELDS = ("text", "signature")
+REASONING_FIELDS = ("text", "signature", "kept")
 TURN_TEXT_FIELDS = (
     "turn",
     "kind",
@@ -71,6 +74,7 @@ TURN_TEXT_FIELDS = (
     "failure_scope_model",
     "failure_scope_key_fingerprint",
     "finish_reason",
+    "kept",
 )
 TURN_FLAGS = ("allow_missing_tools", "ignore_tool_choice", "failure_retryable", "failure_throws",
               "expect_tool_calls_answered")  # fmt: skip
@@ -121,6 +125,7 @@ def parse_form(data: Mapping[str, Any]) -> FormState:
         "priority": _text(data, "priority"),
         "expect_key_fingerprint": _text(data, "expect_key_fingerprint"),
         "expect_key_place": _text(data, "expect_key_place"),
+        "kept": _text(data, "kept"),
         "pacing_enabled": "pacing_enabled" in data,
         "pacing": {f: _text(data, f"pacing-{f}") for f in PACING_FIELDS},
         "match_enabled": "match_enabled" in data,

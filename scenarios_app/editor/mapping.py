@@ -17,6 +17,7 @@ from harnessweb.engine.schemas import Scenario, ScenarioTurn, TextResponse
 from harnessweb.text import pretty_json
 from scenarios_app.editor.fields import (
     ALL,
+    KEPT,
     KINDS,
     MATCH_FIELDS,
     MULTILINE_FIELDS,
@@ -28,6 +29,18 @@ from scenarios_app.editor.fields import (
     flatten,
     parse_form,
     walk_fields,
+)
+from scenarios_app.editor.kept import (
+    REASONING_SHOWN,
+    RESPONSE,
+    RESPONSE_SHOWN,
+    SCENARIO_SHOWN,
+    TURN_SHOWN,
+    overlay,
+    read_kept,
+    scenario_kept,
+    segment_kept,
+    turn_kept,
 )
 
 
@@ -74,10 +87,11 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     kind = turn["kind"]
     response: dict[str, Any] = {"kind": kind}
     reasoning = []
-    for segment in turn["reasoning"]:
+    for j, segment in enumerate(turn["reasoning"]):
         item = {"text": segment["text"]}
         _put(item, "signature", segment["signature"])
-        reasoning.append(item)
+        kept_item = read_kept(segment.get(KEPT, ""), f"{p}reasoning-{j}", errors)
+        reasoning.append(overlay(kept_item, item, REASONING_SHOWN))
     if kind == "text":
         # Required for a text answer, and an empty answer is a valid one.
         response["assistant_text"] = turn["assistant_text"]
@@ -141,7 +155,11 @@ def _turn_to_data(turn: dict[str, Any], i: int, errors: Errors) -> dict[str, Any
     if usage:  # counts left empty are counted from the request and the answer
         data["usage"] = usage
     _put(data, "finish_reason", turn["finish_reason"])
-    return data
+    # What the card has no input for (audio, an image fixture, provider metadata…) comes back as it was stored.
+    kept = read_kept(turn.get(KEPT, ""), f"turns-{i}", errors)
+    kept_response = kept.get(RESPONSE)
+    data["response"] = overlay(kept_response if isinstance(kept_response, dict) else {}, response, RESPONSE_SHOWN)
+    return overlay(kept, data, TURN_SHOWN)
 
 
 def state_to_data(state: FormState) -> tuple[dict[str, Any], Errors]:
@@ -175,7 +193,7 @@ def state_to_data(state: FormState) -> tuple[dict[str, Any], Errors]:
         data["expect_key"] = {"fingerprint": state["expect_key_fingerprint"].strip()}
         _put(data["expect_key"], "place", state["expect_key_place"])
     data["turns"] = [_turn_to_data(turn, i, errors) for i, turn in enumerate(state["turns"])]
-    return data, errors
+    return overlay(read_kept(state.get(KEPT, ""), ALL, errors), data, SCENARIO_SHOWN), errors
 
 
 def _str(value: Any) -> str:
@@ -192,7 +210,7 @@ def blank_tool_call() -> dict[str, str]:
 
 def blank_reasoning() -> dict[str, str]:
     """An empty reasoning segment row."""
-    return {"text": "", "signature": ""}
+    return {"text": "", "signature": "", KEPT: ""}
 
 
 def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,7 +238,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         # A blank row is ready for a turn switched to tool-call; other kinds ignore it.
         "tool_calls": calls or [blank_tool_call()],
         "reasoning": [
-            {"text": _str(s.get("text")), "signature": _str(s.get("signature"))}
+            {"text": _str(s.get("text")), "signature": _str(s.get("signature")), KEPT: segment_kept(s)}
             for s in (response.get("reasoning") or [])
         ],
         "report_content": _str(response.get("report_content")),
@@ -250,6 +268,7 @@ def turn_to_state(turn: Mapping[str, Any]) -> dict[str, Any]:
         **{f"failure_scope_{f}": ", ".join(scope.get(f) or []) for f in SCOPE_FIELDS},
         "usage": {f: _str(usage.get(f)) for f in USAGE_FIELDS},
         "finish_reason": _str(turn.get("finish_reason")),
+        KEPT: turn_kept(turn),
     }
 
 
@@ -266,6 +285,7 @@ def scenario_to_state(data: Mapping[str, Any]) -> FormState:
         "priority": _str(data.get("priority", 0)),
         "expect_key_fingerprint": _str(expect_key.get("fingerprint")),
         "expect_key_place": _str(expect_key.get("place")),
+        KEPT: scenario_kept(data),
         "pacing_enabled": pacing is not None,
         "pacing": {
             "chunk_words": _str((pacing or {}).get("chunk_words", 5)),

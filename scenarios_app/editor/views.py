@@ -20,6 +20,7 @@ from scenarios_app.editor.mapping import form_problem, scenario_to_state
 from scenarios_app.editor.panel import check_state, flat_errors, open_panel, posted_panel, read_post, stored_schema
 from scenarios_app.editor.preview import PREVIEW_PROTOCOLS, preview_context
 from scenarios_app.editor.raw import raw_errors, to_raw
+from scenarios_app.editor.socket_preview import SOCKET_PROTOCOLS, socket_preview_context
 from scenarios_app.models import Scenario
 
 
@@ -31,7 +32,7 @@ def _page_context(row: Scenario | None, panel: dict[str, Any]) -> dict[str, Any]
     context = {
         **panel,
         "page_title": row.id if row else "New scenario",
-        "protocols": PREVIEW_PROTOCOLS,
+        "protocols": {**PREVIEW_PROTOCOLS, **SOCKET_PROTOCOLS},
         "full_page": True,
     }
     if row is not None:
@@ -167,10 +168,13 @@ def preview(request: HttpRequest) -> HttpResponse:
     """The preview of the editor's current scenario (saved or not) for one turn and protocol."""
     posted = read_post(request.POST)
     protocol = request.POST.get("preview_protocol", "openai")
-    if protocol not in PREVIEW_PROTOCOLS:
+    if protocol not in PREVIEW_PROTOCOLS and protocol not in SOCKET_PROTOCOLS:
         protocol = "openai"
     turn = _int_or_none(request.POST.get("preview_turn")) or 1
     turn = max(1, min(turn, 1000))
     if posted.scenario is None:
         return render(request, "scenarios_app/preview.html", {"invalid": True})
+    if protocol in SOCKET_PROTOCOLS:
+        context = socket_preview_context(posted.scenario, posted.row, turn, protocol)
+        return render(request, "scenarios_app/socket_preview.html", context)
     return render(request, "scenarios_app/preview.html", preview_context(posted.scenario, posted.row, turn, protocol))
