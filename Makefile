@@ -143,12 +143,16 @@ CORE_TEST_PACKAGES := pytest pytest-asyncio pytest-xdist pytest-random-order ope
 	boto3 aiohttp requests grpcio google-ai-generativelanguage langchain-openai langchain-anthropic \
 	"pydantic-ai-slim[openai,anthropic,google]"
 # The files that test the core without a server or a database ...
-CORE_TESTS := $(addprefix tests/test_,$(addsuffix .py,playback schemas shapes structured fallback_lorem pricing \
+CORE_TESTS := $(addprefix tests/test_,$(addsuffix .py,playback_hashing playback_selection playback_failures \
+	playback_responses playback_fallback schemas shapes structured fallback_lorem pricing \
 	conversation_expectations expect_key failure_scope default_usage trace_outcome tracelogs vcr stream_summary \
-	judge_verdicts wire_openai wire_anthropic wire_completions wire_azure_completions wire_cohere wire_embeddings \
+	judge_verdicts wire_openai_requests wire_openai_stream wire_openai_plain wire_openai_errors \
+	wire_anthropic_requests wire_anthropic_stream wire_anthropic_plain wire_anthropic_errors \
+	wire_completions wire_azure_completions wire_cohere wire_embeddings \
 	wire_vertex plugin_inprocess plugin_cassettes plugin_costs plugin_guard plugin_keys plugin_llm \
 	plugin_llm_seed002 plugin_pytest wire_ollama wire_openrouter wire_media mcp_engine mcp_schema realtime_session \
-	live_gemini_session batches_engine calls_later))
+	live_gemini_session batches_engine calls_later chaos_engine ratelimit_engine plugin_ratelimit realtime_items \
+	realtime_vad live_audio))
 # ... less their tests of the server (server mode starts one: the full suite runs them).
 CORE_DESELECT := $(addprefix --deselect tests/,test_default_usage.py::test_the_server_refuses_a_bad_setting_naming_it \
 	test_default_usage.py::test_the_server_setting_gives_the_seeds_usage \

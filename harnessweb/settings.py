@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from harnessweb.engine.ratelimit import parse_setting as parse_rate_limit
 from harnessweb.engine.tokens import parse_default_usage
 from harnessweb.engine.vcr import parse_mode as parse_vcr_mode
 
@@ -22,7 +23,23 @@ def envbool(name: str, default: str = "False") -> bool:
 
 
 def envint(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
+    value = os.environ.get(name, str(default))
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
+
+
+def envfloat(name: str, default: float, low: float, high: float, unit: str = "seconds") -> float:
+    """A number from ``low`` to ``high`` (NaN and infinities refused); a bad value names the variable."""
+    value = os.environ.get(name, str(default))
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not low <= number <= high:  # False for NaN too
+        raise ImproperlyConfigured(f"{name} must be a number from {low:g} to {high:g} {unit}, not {value!r}")
+    return number
 
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "harness-local-development-key-change-me-in-any-shared-deployment")
@@ -137,9 +154,7 @@ HARNESS_MAX_BODY_BYTES = envint("HARNESS_MAX_BODY_BYTES", 5 * 1024 * 1024)
 HARNESS_TIMEOUT_HOLD_MS = envint("HARNESS_TIMEOUT_HOLD_MS", 30_000)
 # Seconds between a batch's states (validating → in_progress → finalizing → completed; runs_app/batches/); a create
 # request's X-Harness-Batch-Step sets its own, 0: the first read finds it ended.
-HARNESS_BATCH_STEP_S = float(os.environ.get("HARNESS_BATCH_STEP_S", "1"))
-if not 0 <= HARNESS_BATCH_STEP_S <= 3600:
-    raise ImproperlyConfigured(f"HARNESS_BATCH_STEP_S must be 0 to 3600 seconds, not {HARNESS_BATCH_STEP_S!r}")
+HARNESS_BATCH_STEP_S = envfloat("HARNESS_BATCH_STEP_S", 1, 0, 3600)
 # Prometheus metrics at /metrics (runs_app/metrics.py): off by default; a token of scope read reads them, or anyone
 # with HARNESS_METRICS_PUBLIC.
 HARNESS_METRICS = envbool("HARNESS_METRICS")
@@ -157,6 +172,12 @@ HARNESS_RECORDER_FLUSH_MS = envint("HARNESS_RECORDER_FLUSH_MS", 50)
 # output, 96 total); a scenario's own default_usage wins, and a turn's usage over both.
 try:
     HARNESS_DEFAULT_USAGE = parse_default_usage(os.environ.get("HARNESS_DEFAULT_USAGE", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+# The rate-limit budget per API key that conversation requests count down and their answers' headers say
+# (harnessweb/engine/ratelimit.py): "requests=60,tokens=100000,window_s=60", empty for generous defaults, "off": none.
+try:
+    HARNESS_RATE_LIMIT = parse_rate_limit(os.environ.get("HARNESS_RATE_LIMIT", ""))
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 # Requests must carry their API key where their provider reads it, else the provider's own 401 (off: lorem for all).

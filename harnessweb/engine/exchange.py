@@ -152,6 +152,7 @@ class Reply:
     # The usage counts the scenario sets (input, output, total); None: counted (harnessweb.engine.tokens).
     authored_usage: tuple[int | None, int | None, int | None] = (None, None, None)
     single_finish: bool = False  # instruction mode: one finish chunk after all its messages (seed 004)
+    image: str = ""  # the turn's image fixture (base64 PNG), which an images generation answers
 
     def cut(self, choice: int = 0) -> tuple[str, str]:
         """Why a choice was cut (``"length"``, ``"stop_sequence"`` or ``""``) and the stop sequence it met."""

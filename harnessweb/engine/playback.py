@@ -210,6 +210,7 @@ def _scenario_reply(
         interval_ms=pacing.interval_ms if (pacing and pacing_enabled) else 0,
         id_seed=id_seed,
         authored_usage=(usage.input_tokens, usage.output_tokens, usage.total_tokens) if usage else (None, None, None),
+        image=step.image or "",
     )
 
 

@@ -124,8 +124,9 @@ _TABLE: tuple[tuple[str, str, str, ModuleType | None], ...] = (
     # OpenRouter: OpenAI's protocol with its extras.
     ("POST", re.escape(openrouter.PATH), "play", openrouter),
     ("GET", re.escape("/api/v1/models"), "models", openrouter),
-    # OpenAI's images and speech (answers drawn from the request), and its transcriptions, played like a chat.
-    ("POST", r"/v1/images/(?P<param>generations)", "answer", media),
+    # OpenAI's images, played like a chat (a turn's image fixture, else drawn from the prompt), its speech and image
+    # files (answers drawn from the request), and its transcriptions, played like a chat.
+    ("POST", r"/v1/images/(?P<param>generations)", "play", media),
     ("GET", r"/v1/images/files/(?P<param>[^/]+)", "answer", media),
     ("POST", r"/v1/audio/(?P<param>speech)", "answer", media),
     ("POST", r"/v1/audio/(?P<param>transcriptions)", "play", transcription),
@@ -233,8 +234,8 @@ def resolve(method: str, path: str, headers: Mapping[str, str], query: str = "")
             if kind == "play" and hasattr(protocol, "path_fields")
             else ()
         )
-        if kind == "answer" and hasattr(protocol, "answer_fields"):  # what an answer reads of the headers (a host)
-            fields = tuple(protocol.answer_fields(headers).items())
+        if kind in ("answer", "play") and hasattr(protocol, "answer_fields"):  # what it reads of the headers (a host)
+            fields = (*fields, *protocol.answer_fields(headers).items())
         # Azure's gateway reads Azure's keys on every route under /openai/, whatever protocol the route plays.
         keys = azure if path.startswith("/openai/") else None
         return Route(kind, protocol or error_wire(path, headers), param, fields, keys)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from harnessweb.engine import image_fixtures
 from harnessweb.engine.mcp_schema import McpConfig
+from harnessweb.engine.ratelimit import RateLimit
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # The failure kinds a turn can script (seed 003's error paths): provider errors with their HTTP status, broken
@@ -300,6 +302,13 @@ class ScenarioTurn(_Model):
     audio: str | None = Field(None, min_length=4, pattern=r"^[A-Za-z0-9+/]+={0,2}$")
     transcript: str | None = None
     input_transcript: str | None = None
+    # The PNG an images generation playing this turn answers (harnessweb.engine.image_fixtures): base64, or a path.
+    image: str | None = None
+
+    @field_validator("image", mode="before")
+    @classmethod
+    def _image_fixture(cls, value: Any, info: ValidationInfo) -> str | None:
+        return image_fixtures.canonical(value, info.context)
 
     @field_validator("expect")
     @classmethod
@@ -401,6 +410,8 @@ class Scenario(_Model):
     mcp: McpConfig | None = None
     # What a batch its requests are in comes to (harnessweb.engine.batches.scripted_outcome); None: completed.
     batch: BatchOutcome | None = None
+    # Its own rate-limit budget per key (harnessweb.engine.ratelimit), over the server's HARNESS_RATE_LIMIT.
+    rate_limit: RateLimit | None = None
 
     @field_validator("turns")
     @classmethod
