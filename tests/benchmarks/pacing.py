@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import load  # noqa: E402  (the sibling module: server start-up, database, pinning)
+import servers as kit  # noqa: E402  (the sibling module: server start-up, database, pinning)
 
 # Our own database, so that a load.py or sequential.py run elsewhere keeps its own.
-load.DB = load.WORK / "pacing.sqlite3"
+kit.DB = kit.WORK / "pacing.sqlite3"
 SCENARIO_ID = "bench-paced"
 SERVERS = ("daphne", "uvicorn", "granian", "daphne-norec", "uvicorn-norec")
 DEFAULT_SERVERS = ("daphne", "uvicorn")  # `make run` and `make serve-fast`
@@ -55,8 +55,8 @@ async def one_stream(port: int, body: bytes) -> tuple[float, list[float]]:
     """When the client began to connect, and the arrival time of each SSE frame of one streamed answer (HTTP/1.0:
     it ends when the server closes)."""
     started = time.perf_counter()
-    reader, writer = await asyncio.open_connection(load.HOST, port, limit=1 << 20)
-    writer.write(load.request_bytes(port, body))
+    reader, writer = await asyncio.open_connection(kit.HOST, port, limit=1 << 20)
+    writer.write(kit.request_bytes(port, body))
     await writer.drain()
     arrivals: list[float] = []
     buffer = b""
@@ -102,7 +102,7 @@ class Result:
 
 
 async def run(result: Result, port: int, streams: int, interval_ms: int, ramp_s: float) -> None:
-    body = json.dumps({**load.REQUEST, "messages": [{"role": "user", "content": SCENARIO_ID}]}).encode()
+    body = json.dumps({**kit.REQUEST, "messages": [{"role": "user", "content": SCENARIO_ID}]}).encode()
     started = time.perf_counter()
 
     async def later(i: int) -> tuple[float, list[float]]:
@@ -131,12 +131,12 @@ async def run(result: Result, port: int, streams: int, interval_ms: int, ramp_s:
         result.last.append((arrivals[-1] - first - (len(arrivals) - 1) * interval) * 1000)
 
 
-def measure(name: str, args: argparse.Namespace, pin: load.Pinning) -> Result:
+def measure(name: str, args: argparse.Namespace, pin: kit.Pinning) -> Result:
     """A fresh database and server, one run of every stream against it."""
-    load.prepare_database(scenario(args.chunks, args.interval_ms))
-    server = load.make_server(name, load.free_port(), pin.for_server(name))
+    kit.prepare_database(scenario(args.chunks, args.interval_ms))
+    server = kit.make_server(name, kit.free_port(), pin.for_server(name))
     server.env["HARNESS_PACING"] = "on"
-    result = Result(name, load.cpus_label(server.cpus, pin.everything))
+    result = Result(name, kit.cpus_label(server.cpus, pin.everything))
     result.load_average = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     server.start()
     cpu_before = server.cpu_seconds()
@@ -156,7 +156,7 @@ def measure(name: str, args: argparse.Namespace, pin: load.Pinning) -> Result:
 
 
 def describe(result: Result, args: argparse.Namespace) -> list[str]:
-    p = load.percentile
+    p = kit.percentile
     length = args.chunks * args.interval_ms  # a stream's scheduled length (ms)
     p50, p99 = p(result.drifts, 50), p(result.drifts, 99)
     worst = max(result.drifts) if result.drifts else float("nan")
@@ -194,12 +194,12 @@ def main() -> None:
         parser.error(f"--servers: unknown {', '.join(unknown)} (choose from {', '.join(SERVERS)})")
     for name in names:
         binary = name.removesuffix("-norec")
-        if not (load.BIN / binary).exists():
+        if not (kit.BIN / binary).exists():
             sys.exit(
-                f"{load.BIN / binary} is missing: run `make setup` (uvicorn and granian come with the [fast] extra)"
+                f"{kit.BIN / binary} is missing: run `make setup` (uvicorn and granian come with the [fast] extra)"
             )
-    load.WORK.mkdir(exist_ok=True)
-    pin, pinning = load.Pinning.choose(not args.no_pin)
+    kit.WORK.mkdir(exist_ok=True)
+    pin, pinning = kit.Pinning.choose(not args.no_pin)
     pinning = pinning.replace("ab and the timing client", "the client")  # (load.py's wording; no ab here)
     lines = [
         f"{args.streams} paced streams on one server process, {args.chunks} chunks {args.interval_ms} ms apart,"
@@ -207,10 +207,10 @@ def main() -> None:
     ]
     for round_number in range(1, args.rounds + 1):
         for name in names:
-            load.log(f"round {round_number}: {name} ...")
+            kit.log(f"round {round_number}: {name} ...")
             result = measure(name, args, pin)
             described = describe(result, args)
-            load.log("\n".join(described))
+            kit.log("\n".join(described))
             lines += [f"round {round_number}, " + described[0], *described[1:]]
     lines.append("command: " + " ".join([".venv/bin/python", "tests/benchmarks/pacing.py", *sys.argv[1:]]))
     print("\n".join(["", *lines]))

@@ -36,7 +36,7 @@ DB = WORK / "profile.sqlite3"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(ROOT))
 
-from load import PATH, REQUEST, SCENARIO  # noqa: E402
+from servers import PATH, REQUEST, SCENARIO  # noqa: E402
 
 
 def setup(no_record: bool) -> object:

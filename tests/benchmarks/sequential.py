@@ -7,7 +7,7 @@ For every server: start it on a free port (pacing off, a fresh SQLite database f
 (the official openai SDK: one client, keep-alive, ``chat.completions.create`` plain and with ``stream=True``; raw
 httpx, one client, the same two requests) a warm-up and ``--rounds`` rounds of ``-n`` sequential calls, each call
 timed from the call to the end of its response; the round with the lowest median counts, its median and p90 are
-reported. The server start-up, aimock, the database and the pinning are load.py's. See README.md next to this file.
+reported. The server start-up, aimock, the database and the pinning are servers.py's. See README.md next to this file.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ import httpx
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import load  # noqa: E402  (the sibling module: server start-up, aimock, database, pinning)
-from load import HOST, PATH, ROOT, SCENARIO_ID, WORK, Pinning, Server, log, percentile  # noqa: E402
+import servers as kit  # noqa: E402  (the sibling module: server start-up, aimock, database, pinning)
+from servers import HOST, PATH, ROOT, SCENARIO_ID, WORK, Pinning, Server, log, percentile  # noqa: E402
 
 # Our own database and captures, so that a load.py run elsewhere keeps its own.
-load.DB = WORK / "sequential.sqlite3"
+kit.DB = WORK / "sequential.sqlite3"
 CAPTURES = {"plain": WORK / "capture-plain.json", "stream": WORK / "capture-stream.json"}
 MODEL = "gpt-4o-mini"
 MESSAGES = [{"role": "user", "content": SCENARIO_ID}]
@@ -146,20 +146,20 @@ def uptime() -> str:
 
 def bench(name: str, args: argparse.Namespace, pin: Pinning) -> Outcome:
     outcome = Outcome(name, load_before=uptime())
-    if name == "aimock" and (why := load.install_aimock()):
+    if name == "aimock" and (why := kit.install_aimock()):
         outcome.error = f"aimock not run: {why}"
         return outcome
     cpus = pin.for_server(name)
-    outcome.cpus = load.cpus_label(cpus, pin.everything)
+    outcome.cpus = kit.cpus_label(cpus, pin.everything)
     ours = name.removesuffix("-norec") in OURS
-    before = load.recorded() if ours else {}
+    before = kit.recorded() if ours else {}
     # A bare app answers one captured response: one server for the plain calls, another for the streamed ones.
     runs = [(kind, [c for c in CASES if c.endswith(kind)]) for kind in ("plain", "stream")]
     if not name.startswith("bare-"):
         runs = [("", list(CASES))]
     try:
         for kind, cases in runs:
-            server: Server = load.make_server(name, load.free_port(), cpus, CAPTURES.get(kind, load.CAPTURE))
+            server: Server = kit.make_server(name, kit.free_port(), cpus, CAPTURES.get(kind, kit.CAPTURE))
             server.name = f"seq-{name}{'-' + kind if kind else ''}"
             log(f"\n== {server.name} (CPU {outcome.cpus}, {outcome.load_before}): {shlex.join(server.command)}")
             try:
@@ -171,7 +171,7 @@ def bench(name: str, args: argparse.Namespace, pin: Pinning) -> Outcome:
                 outcome.error = f"{len(found)} error lines in {server.log_path.relative_to(ROOT)}: {found[0]}"
         if ours:
             expected = 0 if name.endswith("-norec") else outcome.calls
-            after = load.delta(load.wait_recorded(before, expected, None), before)
+            after = kit.delta(kit.wait_recorded(before, expected, None), before)
             outcome.recorded = after.get("response_200", 0)
     except Exception as exc:  # report and go on with the next server
         outcome.error = f"{type(exc).__name__}: {exc}"
@@ -242,10 +242,10 @@ def main() -> None:
     pin, pinning = Pinning.choose(args.pin)
     pinning = pinning.replace("(--no-pin)", "(--pin to pin)").replace("ab and the timing client", "this client")
     log(f"pinning: {pinning}")
-    load.prepare_database()
+    kit.prepare_database()
     for kind, body in BODIES.items():
         raw = json.dumps(body).encode()
-        load.capture_response(raw, CAPTURES[kind], streamed=kind == "stream")
+        kit.capture_response(raw, CAPTURES[kind], streamed=kind == "stream")
     outcomes = []
     for name in servers:
         outcome = bench(name, args, pin)
