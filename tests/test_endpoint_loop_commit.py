@@ -16,17 +16,10 @@ from django.db import connection
 from django.utils import timezone
 
 from runs_app.endpoint import loop_sqlite, writes
-from runs_app.endpoint.recorder import Recorder
+from runs_app.endpoint.recorder import GATHER_QUIET, Recorder
 from runs_app.models import Run, RunEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def answering() -> Recorder:
-    """A recorder as the endpoint's is while it answers one request (the consumer counts them)."""
-    recorder = Recorder()
-    recorder.responding = 1
-    return recorder
 
 
 def refuse_the_thread_path(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -43,7 +36,7 @@ def refuse_the_thread_path(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 async def test_it_commits_on_the_loop_thread_what_django_reads_back_as_written(monkeypatch) -> None:
     tried = refuse_the_thread_path(monkeypatch)
-    recorder = answering()
+    recorder = Recorder()
     run = await recorder.resolve(None, "loop-commit", 1, "openai")
     finished = timezone.now() + timedelta(seconds=1)
     data = {"body": {"messages": [{"role": "user", "content": "héllo ✓"}], "n": 2**40, "x": None, "f": 1.5}}
@@ -65,7 +58,7 @@ async def test_it_commits_on_the_loop_thread_what_django_reads_back_as_written(m
 
 async def test_it_redacts_a_key_before_committing_on_the_loop(monkeypatch) -> None:
     refuse_the_thread_path(monkeypatch)
-    recorder = answering()
+    recorder = Recorder()
     run = await recorder.resolve(None, "loop-redact", 1, "openai")
     recorder.event(run, "request", 1, {"headers": {"authorization": "Bearer sk-proj-abcdefghijklmnopqrstuvwx"}})
     assert await recorder.durable(timeout=5) is True
@@ -75,7 +68,7 @@ async def test_it_redacts_a_key_before_committing_on_the_loop(monkeypatch) -> No
 
 async def test_it_numbers_a_colliding_batch_after_the_run_s_last_event_on_the_loop(monkeypatch) -> None:
     refuse_the_thread_path(monkeypatch)
-    first, second = answering(), answering()
+    first, second = Recorder(), Recorder()
     named = uuid.uuid4()
     a = await first.resolve(named, "k", 1, "openai")
     b = await second.resolve(named, "k", 2, "openai")
@@ -89,7 +82,7 @@ async def test_it_numbers_a_colliding_batch_after_the_run_s_last_event_on_the_lo
 
 
 async def test_the_loop_does_not_wait_for_another_writer_s_lock() -> None:
-    recorder = answering()
+    recorder = Recorder()
     run = await recorder.resolve(None, "loop-busy", 1, "openai")
     recorder.event(run, "request", 1, {})
     holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
@@ -124,25 +117,46 @@ def test_a_database_in_memory_or_another_engine_keeps_the_thread_path(settings) 
             database["NAME"] = database_name
 
 
-async def test_while_other_requests_are_answered_the_batch_goes_to_the_thread(monkeypatch) -> None:
-    """With other responses in flight the loop has their frames to send: the commit is not made on it."""
-    committed_here: list[int] = []
+async def test_responses_that_reach_their_commit_together_share_one_on_the_loop(monkeypatch) -> None:
+    """Under load the commit stays on the loop, and the requests already received join it: a response waits for
+    those that arrive within the loop turns it gathers, then one commit holds them all."""
+    tried = refuse_the_thread_path(monkeypatch)
+    committed: list[int] = []
     real = loop_sqlite.Writer.write
 
     def write(self, runs, events):
-        committed_here.append(len(events))
+        committed.append(len(events))
         return real(self, runs, events)
 
     monkeypatch.setattr(loop_sqlite.Writer, "write", write)
     recorder = Recorder()
-    run = await recorder.resolve(None, "loop-busy-process", 1, "openai")
-    recorder.responding = 3  # this request and two others being answered
-    recorder.event(run, "request", 1, {})
-    assert await recorder.durable(timeout=5) is True and committed_here == []
-    recorder.responding = 0  # none (a flush at shutdown, or outside the endpoint)
-    recorder.event(run, "match", 1, {})
-    assert await recorder.durable(timeout=5) is True and committed_here == []
-    recorder.responding = 1  # this one alone
+    runs = [await recorder.resolve(None, f"together-{i}", 1, "openai") for i in range(12)]
+
+    async def respond(i: int, turns_later: int) -> bool:
+        for _ in range(turns_later):  # ready this many loop turns after the first
+            await asyncio.sleep(0)
+        recorder.event(runs[i], "response", 1, {"i": i})
+        return await recorder.durable(timeout=5)
+
+    done = await asyncio.gather(*(respond(i, turns_later=i % 3) for i in range(12)))
+    assert done == [True] * 12 and tried == []
+    assert committed == [12]
+    assert await RunEvent.objects.filter(run__conversation_key__startswith="together-").acount() == 12
+
+
+async def test_a_response_alone_waits_a_few_empty_loop_turns_and_commits_on_the_loop(monkeypatch) -> None:
+    tried = refuse_the_thread_path(monkeypatch)
+    recorder = Recorder()
+    run = await recorder.resolve(None, "alone", 1, "openai")
+    turns = 0
+
+    def turn() -> None:
+        nonlocal turns
+        turns += 1
+        if turns < 100:
+            asyncio.get_running_loop().call_soon(turn)
+
+    asyncio.get_running_loop().call_soon(turn)
     recorder.event(run, "response", 1, {})
-    assert await recorder.durable(timeout=5) is True and committed_here == [1]
-    assert await RunEvent.objects.filter(run_id=run.id).acount() == 3
+    assert await recorder.durable(timeout=5) is True and tried == []
+    assert turns <= GATHER_QUIET + 1  # the turns that tell no other response is coming, and no more

@@ -1,10 +1,9 @@
-"""What a response's commit on the event loop's own thread costs (``runs_app/endpoint/loop_sqlite``): no loop turn
-between the last frame and its commit, the statements planned once, and a log that is written from its start again
-after each checkpoint rather than growing while requests keep coming."""
+"""What a response's commit on the event loop's own thread costs (``runs_app/endpoint/loop_sqlite``): the statements
+planned once, and a log that is written from its start again after each checkpoint rather than growing while
+requests keep coming."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 
@@ -18,25 +17,6 @@ from runs_app.models import RunEvent
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def answering() -> Recorder:
-    """A recorder as the endpoint's is while it answers one request (the consumer counts them)."""
-    recorder = Recorder()
-    recorder.responding = 1
-    return recorder
-
-
-async def test_a_response_alone_is_committed_without_a_loop_turn() -> None:
-    recorder = answering()
-    run = await recorder.resolve(None, "commit-inline", 1, "openai")
-    await asyncio.sleep(0)  # the resolve's own work done
-    turned: list[bool] = []
-    asyncio.get_running_loop().call_soon(turned.append, True)  # runs at the loop's next turn
-    recorder.event(run, "response", 1, {"status": 200})
-    assert await recorder.durable(timeout=5) is True
-    assert turned == []  # committed before the loop turned once
-    assert await RunEvent.objects.filter(run_id=run.id).acount() == 1
-
-
 async def test_the_statements_are_planned_once_and_kept(monkeypatch) -> None:
     planned: list[str] = []
     real = loop_sqlite.Plan.__init__
@@ -46,7 +26,7 @@ async def test_the_statements_are_planned_once_and_kept(monkeypatch) -> None:
         real(self, model, keys, update)
 
     monkeypatch.setattr(loop_sqlite.Plan, "__init__", plan)
-    recorder = answering()
+    recorder = Recorder()
     for turn in (1, 2, 3):
         run = await recorder.resolve(None, f"plans-{turn}", 1, "openai")
         recorder.event(run, "request", 1, {"turn": turn})
@@ -69,7 +49,7 @@ async def test_the_log_is_written_from_its_start_again_after_a_checkpoint(monkey
         real(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
-    recorder = answering()
+    recorder = Recorder()
     wal = f"{connection.settings_dict['NAME']}-wal"
     sizes = []
     for i in range(1500):

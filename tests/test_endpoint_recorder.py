@@ -5,8 +5,25 @@ import uuid
 import pytest
 from channels.layers import get_channel_layer
 
+from runs_app.endpoint import loop_sqlite, writes
 from runs_app.endpoint.recorder import Recorder, group_name
 from runs_app.models import Run, RunEvent
+
+
+def failing_writes(monkeypatch: pytest.MonkeyPatch, error: Exception) -> dict[str, bool]:
+    """Every batch refused with ``error`` while the returned switch's ``down`` is True, on either of the recorder's
+    paths (the loop's own SQLite connection, Django's thread)."""
+    switch = {"down": True}
+    for module in (writes, loop_sqlite):
+        real = module.write
+
+        def write(runs, events, real=real):
+            if switch["down"]:
+                raise error
+            return real(runs, events)
+
+        monkeypatch.setattr(module, "write", write)
+    return switch
 
 
 @pytest.mark.django_db(transaction=True)
@@ -78,20 +95,10 @@ async def test_it_numbers_a_batch_again_when_another_process_appended_to_the_run
 async def test_it_keeps_answering_while_the_database_is_down_and_records_when_it_is_back(monkeypatch, settings, caplog):
     from django.db import OperationalError
 
-    from runs_app.endpoint import writes
-
     settings.HARNESS_RECORDER_BUFFER = 5
     recorder = Recorder()
     run = await recorder.resolve(None, "outage", 1, "openai")
-    real_write = writes.write
-    down = True
-
-    def write(runs, events):
-        if down:
-            raise OperationalError("connection refused")
-        return real_write(runs, events)
-
-    monkeypatch.setattr(writes, "write", write)
+    switch = failing_writes(monkeypatch, OperationalError("connection refused"))
     for n in range(3):
         recorder.event(run, "request", 1, {"n": n})
     assert await recorder.flush() is False and recorder.failures == 1
@@ -102,7 +109,7 @@ async def test_it_keeps_answering_while_the_database_is_down_and_records_when_it
     # Eight events over a bound of five: the three oldest were dropped, counted, and said in the log.
     assert recorder.dropped == {run.id: 3} and [e.data["n"] for e in recorder.pending_events] == [3, 4, 5, 6, 7]
     assert "dropped 3 events over the buffer's bound" in caplog.text
-    down = False
+    switch["down"] = False
     assert await recorder.flush() is True and await recorder.flush() is True
     events = [e async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")]
     assert [e.data.get("n") for e in events if e.kind == "request"] == [3, 4, 5, 6, 7]
@@ -129,16 +136,13 @@ async def test_it_stores_a_body_with_a_nul_character_on_every_database():
 async def test_it_drops_a_batch_the_database_refuses_for_good_and_says_so(monkeypatch):
     from django.db import DataError
 
-    from runs_app.endpoint import writes
-
     recorder = Recorder()
     run = await recorder.resolve(None, "poison", 1, "openai")
     recorder.event(run, "request", 1, {"n": 1})
-    real_write = writes.write
-    monkeypatch.setattr(writes, "write", lambda runs, events: (_ for _ in ()).throw(DataError("invalid input")))
+    switch = failing_writes(monkeypatch, DataError("invalid input"))
     assert await recorder.flush() is True and recorder.failures == 0  # not retried: the next batches go on
     assert await recorder.durable(timeout=1) is True and recorder.dropped == {run.id: 1}
-    monkeypatch.setattr(writes, "write", real_write)
+    switch["down"] = False
     recorder.event(run, "response", 1, {"n": 2})
     assert await recorder.flush() is True and await recorder.flush() is True
     kinds = [e.kind async for e in RunEvent.objects.filter(run_id=run.id).order_by("seq")]

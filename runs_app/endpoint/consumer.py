@@ -80,7 +80,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         body = await self._read_body(receive)
         if body is None:
             return
-        get_recorder().responding += 1  # (how the recorder chooses where to commit: recorder.py, _write)
         try:
             await self.handle(body)
         except ClientGone:
@@ -97,7 +96,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 time.perf_counter() - self.started,
                 first_byte,
             )
-            get_recorder().responding -= 1
             inflight.end(self.request_id)
             if self._disconnect is not None:
                 self._disconnect.cancel()

@@ -5,8 +5,8 @@ multi-row insert a table, for each power-of-two number of rows a batch uses).
 A response's last frame waits for the commit of its events. Through Django that commit runs on asgiref's executor
 thread (``sync_to_async``): two thread hops around a commit of about 150 µs, each a wake-up that waits for a core
 on a busy machine (tests/benchmarks/README.md, *Where a sequential call's recording wait goes*). Here the same
-rows are committed where the response waits, with nothing in between (only while that request is the only one the
-process answers: ``Recorder._write`` says why); the promises are the commit's, as before: a
+rows are committed where the response waits, with nothing in between, and so are the batches the flusher writes
+(``Recorder._commit`` says why, even under load); the promises are the commit's, as before: a
 WAL commit with ``synchronous=NORMAL`` is in the database file's log when it returns, so every other connection
 (any worker) reads it, and it survives the process being killed (not the machine losing power: that was so before).
 

@@ -75,17 +75,13 @@ class McpExchange:
         fresh = SCENARIO_HEADER not in self.headers and mcp.SESSION_HEADER not in self.headers
         if fresh and len(self.declaring(by_id)) > 1:
             self.model_run = await self.played()
-        get_recorder().responding += 1  # (how the recorder chooses where to commit: recorder.py, _write)
-        try:
-            done = mcp.exchange(self.scope["method"], self.server, self.headers, body, _sessions, self.finder(by_id))
-            while len(_sessions) > MAX_SESSIONS:
-                _sessions.popitem(last=False)
-            if done.call is not None and done.session is not None:
-                await self.record(done.session, done.call)
-            elif done.session is not None and done.message is not None and done.message.get("method") == "initialize":
-                await self.record_session(done.session, done.message)
-        finally:
-            get_recorder().responding -= 1
+        done = mcp.exchange(self.scope["method"], self.server, self.headers, body, _sessions, self.finder(by_id))
+        while len(_sessions) > MAX_SESSIONS:
+            _sessions.popitem(last=False)
+        if done.call is not None and done.session is not None:
+            await self.record(done.session, done.call)
+        elif done.session is not None and done.message is not None and done.message.get("method") == "initialize":
+            await self.record_session(done.session, done.message)
         await send_encoded(send, done.encoded, self.run)
 
     async def read_body(self, receive: Any) -> bytes:

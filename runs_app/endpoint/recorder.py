@@ -3,9 +3,10 @@
 A request never waits on a database write before its first byte (the one exception is the attempt counter of a
 turn that simulates failures, which must be atomic across processes). Its last frame waits for the commit of the
 batch that holds its events (:meth:`Recorder.durable`), and requests that end together share one commit: once a
-client has the end of a response, every reader sees the run and that response's events. The commit runs on
-Django's thread, or, on a SQLite file while no other request is being answered, on the event loop's own thread
-(``loop_sqlite``: no thread hop, the same WAL commit), made by the waiting response itself when no flush is under way.
+client has the end of a response, every reader sees the run and that response's events. On a SQLite file the commit
+runs on the event loop's own thread (``loop_sqlite``: no thread hop, the same WAL commit), made by the waiting
+response itself when no flush is under way, after the requests already received have reached theirs (``_gather``);
+on any other database (or while another connection holds SQLite's write lock) on Django's thread.
 
 Runs live in a bounded in-process index; a run this process has not seen is looked up in the database, so a
 conversation that moves between workers keeps its run once the earlier worker has flushed. When another process
@@ -48,11 +49,13 @@ from runs_app.closing import still_open
 from runs_app.endpoint import loop_sqlite, writes
 from runs_app.endpoint.broadcasting import RUNS_GROUP, broadcast, event_payload, group_name, watched
 from runs_app.endpoint.writes import PendingEvent, take_attempt  # noqa: F401 (steps.py imports it from here)
-from runs_app.models import Run
+from runs_app.models import Run, new_run_id
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
 DURABLE_TIMEOUT_S = 5.0
+GATHER_TURNS = 16  # at most, of the event loop, for the requests received to reach a commit (``Recorder._gather``)
+GATHER_QUIET = 3  # turns in a row that queued nothing: none is left to come
 RETRY_PAUSES_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # between attempts at a batch the database refused
 
 
@@ -114,7 +117,7 @@ class Recorder:
         self.dropped: dict[uuid.UUID, int] = {}
         self.writing = not settings.HARNESS_BENCH_NO_RECORD
         self._lock = asyncio.Lock()  # one flush at a time: a generation is committed after the ones before it
-        self.responding = 0  # requests this process is answering now (the endpoint's consumer counts them)
+        self._gathering = False  # a response is letting others reach their commit, to share it (``_gather``)
 
     # -- runs ----------------------------------------------------------------------------------------------------
 
@@ -129,7 +132,7 @@ class Recorder:
                 loaded = await while_up(_load_latest_for_key, key)
                 state = self.by_key.get(key) or loaded  # another request may have created it meanwhile
             if state is None or turn in state.turns_served or not await still_open(state, _load_run, self.writing):
-                state = self._new(uuid.uuid4(), key, protocol)
+                state = self._new(new_run_id(), key, protocol)
         state.active_at = timezone.now()
         self._remember(state)
         return state
@@ -189,19 +192,41 @@ class Recorder:
         if self.failures:  # the database is down: answer now, the events land when it is back
             self._schedule()
             return False
-        if self.responding == 1 and not self._lock.locked() and loop_sqlite.here():
-            # Committed here and now, on the loop (``_write``): no wake-up of the flusher, no waiter, no loop turn
-            # between the last frame and its commit. Another writer's lock (None) leaves the batch to the flusher;
-            # a batch the database refused stays queued, and the flusher retries it.
-            async with self._lock:
-                done = await self._flush(here=True)
-            if done and self.committed >= target:
-                return True
-            if done is False:
-                self._schedule()
-                return False
+        if self._gathering:  # a response is gathering the batch: its commit is this one's too
+            return await self._wait_for(target, timeout)
+        if not self._lock.locked() and loop_sqlite.here():
+            await self._gather()
+            if not self._lock.locked():
+                # Committed here and now, on the loop (``_write``), with the responses that reached their commit
+                # meanwhile: no wake-up of the flusher, no thread hop. Another writer's lock (None) leaves the batch
+                # to the flusher; a batch the database refused stays queued, and the flusher retries it.
+                async with self._lock:
+                    done = await self._flush(here=True)
+                if done and self.committed >= target:
+                    return True
+                if done is False:
+                    self._schedule()
+                    return False
         self._schedule()
         self._urgent.set()
+        return await self._wait_for(target, timeout)
+
+    async def _gather(self) -> None:
+        """Let the requests this process has already received reach their commit before it is made, so that they
+        share it: turns of the loop until ``GATHER_QUIET`` turns in a row queued nothing (a request read in one
+        turn runs in a later one), ``GATHER_TURNS`` at most."""
+        self._gathering = True
+        try:
+            quiet, seen = 0, self.queued
+            for _ in range(GATHER_TURNS):
+                await asyncio.sleep(0)
+                quiet, seen = (quiet + 1, seen) if self.queued == seen else (0, self.queued)
+                if quiet == GATHER_QUIET:
+                    break
+        finally:
+            self._gathering = False
+
+    async def _wait_for(self, target: int, timeout: float) -> bool:
         waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiting.append((target, waiter))
         try:  # (a failed write ends the wait too: the database is down, the response goes on)
@@ -345,12 +370,15 @@ class Recorder:
             return await self._commit(runs + rows, events, here)
 
     async def _commit(self, runs: list[dict[str, Any]], events: list[PendingEvent], here: bool) -> list[PendingEvent]:
-        """The batch committed on Django's thread; on this one (``loop_sqlite``: no thread hop) when the database is
-        a SQLite file and the request waiting is the only one being answered (or ``here``: then on this one only,
-        else :class:`loop_sqlite.Busy`): with others in flight the loop has their frames to send, which a commit
-        here would hold back (1,000 paced streams ending together fell 70 to 150 ms behind), while on the thread
-        the responses ending meanwhile share the next commit."""
-        if here or (self.responding == 1 and loop_sqlite.here()):
+        """The batch committed on this thread (``loop_sqlite``) when the database is a SQLite file, else on Django's
+        thread; on Django's thread too when another connection holds SQLite's write lock, unless ``here`` (then
+        :class:`loop_sqlite.Busy`).
+
+        On the loop, not on asgiref's thread, even with other responses in flight: on the thread each statement
+        gives the GIL back and waits to take it again from a loop that is busy answering, so that under load a
+        commit of 8 responses took 4.5 ms and the process spent twice the CPU a request that recording off spends
+        (tests/benchmarks/README.md, *Where the commit runs*)."""
+        if here or loop_sqlite.here():
             try:
                 return loop_sqlite.write(runs, events)
             except loop_sqlite.Busy:  # another connection holds the lock: the thread may wait for it
