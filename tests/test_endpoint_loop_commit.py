@@ -160,3 +160,37 @@ async def test_a_response_alone_waits_a_few_empty_loop_turns_and_commits_on_the_
     recorder.event(run, "response", 1, {})
     assert await recorder.durable(timeout=5) is True and tried == []
     assert turns <= GATHER_QUIET + 1  # the turns that tell no other response is coming, and no more
+
+
+async def test_a_wait_for_a_commit_ends_at_its_timeout_and_the_others_go_on_waiting(caplog) -> None:
+    """A response waits ``timeout`` at most for its commit (one timer for every waiter): here another writer holds
+    the lock for 0.6 s; the response that allows 0.2 s goes on without its commit, the one that allows 5 s gets it."""
+    recorder = Recorder()
+    run = await recorder.resolve(None, "loop-expiry", 1, "openai")
+    holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.6, holder.execute, ["COMMIT"]).start()
+    try:
+        recorder.event(run, "request", 1, {})
+        patient = asyncio.ensure_future(recorder.durable(timeout=5))
+        started = asyncio.get_running_loop().time()
+        assert await recorder.durable(timeout=0.2) is False
+        assert asyncio.get_running_loop().time() - started < 0.55  # ended at its own deadline, not at the commit
+        assert "A response ended before its events were committed (waited 0.2 s)" in caplog.text
+        assert await patient is True
+    finally:
+        holder.close()
+    assert await RunEvent.objects.filter(run_id=run.id).acount() == 1
+
+
+def test_the_events_parameters_are_those_their_model_s_plan_gives() -> None:
+    """``event_params`` writes the event table's columns without the generic plan's dicts: the same values, in the
+    model's column order (a field added to RunEvent, or moved, fails here)."""
+    plan = loop_sqlite.Plan(RunEvent, writes.PendingEvent._fields)
+    assert tuple(name for name, _, _ in plan.columns) == loop_sqlite.EVENT_COLUMNS
+    now = timezone.now()
+    events = [
+        writes.PendingEvent(uuid.uuid4(), 1, now, "request", 1, {"body": {"n": 2**70, "t": "é"}}),
+        writes.PendingEvent(uuid.uuid4(), 7, now.replace(microsecond=0), "events_dropped", None, {}),
+    ]
+    assert [list(row) for row in loop_sqlite.event_params(events)] == plan.params([e._asdict() for e in events])

@@ -32,7 +32,9 @@ from runs_app.endpoint.writes import (
     RUN_UPDATED_ON_CONFLICT,
     PendingEvent,
     _converter,
+    _sqlite_datetime,
     chunk_sizes,
+    json_text,
     redacted,
     values_list,
 )
@@ -98,12 +100,21 @@ class Plan:
         columns = self.columns
         return [[convert(row[n]) if n is not None else d for n, convert, d in columns] for row in rows]  # type: ignore[misc]
 
-    def insert(self, db: Any, rows: list[dict[str, Any]], max_params: int) -> None:
-        """The rows inserted by as few multi-row statements as ``writes.chunk_sizes`` allows."""
-        params, start = self.params(rows), 0
+    def insert(self, db: Any, params: list[Any], max_params: int) -> None:
+        """The rows (their parameters) inserted by as few multi-row statements as ``writes.chunk_sizes`` allows."""
+        start = 0
         for size in chunk_sizes(len(params), len(self.columns), max_params):
             db.execute(self.statement(size), [value for row in params[start : start + size] for value in row])
             start += size
+
+
+def event_params(events: list[PendingEvent]) -> list[tuple[Any, ...]]:
+    """The events' parameters in the event table's column order (``EVENT_COLUMNS``, checked against the model's
+    by the tests): what ``Plan.params`` gives for them, without a dict and a converter call a value."""
+    return [(e.run_id.hex, e.seq, _sqlite_datetime(e.timestamp), e.kind, e.turn, json_text(e.data)) for e in events]
+
+
+EVENT_COLUMNS = ("run_id", "seq", "timestamp", "kind", "turn", "data")
 
 
 class Writer:
@@ -160,11 +171,12 @@ class Writer:
 
     def _insert(self, runs: list[dict[str, Any]], events: list[PendingEvent], renumber: bool) -> list[PendingEvent]:
         if runs:
-            self.plan(Run, tuple(runs[0]), RUN_UPDATED_ON_CONFLICT).insert(self.db, runs, self.max_params)
+            plan = self.plan(Run, tuple(runs[0]), RUN_UPDATED_ON_CONFLICT)
+            plan.insert(self.db, plan.params(runs), self.max_params)
         if events:
             if renumber:
                 events = self._numbered_after_the_last(events)
-            self.plan(RunEvent, PendingEvent._fields).insert(self.db, [e._asdict() for e in events], self.max_params)
+            self.plan(RunEvent, PendingEvent._fields).insert(self.db, event_params(events), self.max_params)
         return events
 
     def _numbered_after_the_last(self, events: list[PendingEvent]) -> list[PendingEvent]:

@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
 DURABLE_TIMEOUT_S = 5.0
 GATHER_TURNS = 16  # at most, of the event loop, for the requests received to reach a commit (``Recorder._gather``)
-GATHER_QUIET = 3  # turns in a row that queued nothing: none is left to come
+GATHER_QUIET = 2  # turns in a row that queued nothing: none is left to come (1 left a commit a request under ab -c 16)
 RETRY_PAUSES_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # between attempts at a batch the database refused
 
 
@@ -110,7 +110,10 @@ class Recorder:
         self.queued = 0
         self.committed = 0
         self._urgent = asyncio.Event()
-        self._waiting: list[tuple[int, asyncio.Future[bool]]] = []  # (generation, its waiter) of ending responses
+        # (generation, waiter, deadline) of ending responses, and the timer that ends the waits past their deadline
+        self._waiting: list[tuple[int, asyncio.Future[bool | None], float]] = []
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_loop: asyncio.AbstractEventLoop | None = None
         # Backpressure: failed attempts in a row (0 while the database answers), and the events dropped per run
         # while over the bound, recorded on the run once the database is back.
         self.failures = 0
@@ -173,7 +176,7 @@ class Recorder:
         redacted there (a key in a body, a URL, a message: ``writes.write``)."""
         if not self.writing:
             return
-        self.pending_events.append(PendingEvent(state.id, state.next_seq, timezone.now(), kind, turn, data))
+        self.pending_events.append(PendingEvent(state.id, state.next_seq, datetime.now(UTC), kind, turn, data))
         state.next_seq += 1
         if not state.stored:  # its row goes in the same batch (a stored row is rewritten only when it changes)
             self.dirty[state.id] = state
@@ -227,22 +230,52 @@ class Recorder:
             self._gathering = False
 
     async def _wait_for(self, target: int, timeout: float) -> bool:
-        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiting.append((target, waiter))
-        try:  # (a failed write ends the wait too: the database is down, the response goes on)
-            return await asyncio.wait_for(waiter, timeout)
-        except TimeoutError:
+        """Wait for the commit of generation ``target`` (``_release``), ``timeout`` at most: one timer for every
+        response waiting (``_expire``), not a timer (nor, with ``asyncio.wait_for``, a second future) each."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool | None] = loop.create_future()
+        deadline = loop.time() + timeout
+        self._waiting.append((target, waiter, deadline))
+        expiry = self._expiry
+        if expiry is None or deadline < expiry.when() or self._expiry_loop is not loop:  # (a test's new loop)
+            self._watch(deadline)
+        committed = await waiter  # (a failed write ends the wait too: the database is down, the response goes on)
+        if committed is None:
             log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
             return False
+        return committed
+
+    def _watch(self, deadline: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry_loop = asyncio.get_running_loop()
+        self._expiry = self._expiry_loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """End the waits past their deadline (the waiter answers None), and watch the next deadline."""
+        self._expiry = None
+        now = asyncio.get_running_loop().time()
+        waiting, self._waiting = self._waiting, []
+        for target, waiter, deadline in waiting:
+            if waiter.done():
+                continue
+            if deadline <= now:
+                waiter.set_result(None)
+            else:
+                self._waiting.append((target, waiter, deadline))
+        if self._waiting:
+            self._watch(min(deadline for _, _, deadline in self._waiting))
 
     def _release(self, committed: bool) -> None:
         """Wake the responses waiting for a commit: those it covers (True), or all of them when the database
         refused the batch (False: they go on without it)."""
         waiting, self._waiting = self._waiting, []
-        for target, waiter in waiting:
+        for target, waiter, deadline in waiting:
+            if waiter.done():  # (its wait expired)
+                continue
             if committed and target > self.committed:
-                self._waiting.append((target, waiter))
-            elif not waiter.done():
+                self._waiting.append((target, waiter, deadline))
+            else:
                 waiter.set_result(committed)
 
     # -- flushing ------------------------------------------------------------------------------------------------
@@ -258,8 +291,9 @@ class Recorder:
             await self._wake.wait()
             self._wake.clear()
             if not self._urgent.is_set():  # gather a batch, unless a response waits for its commit
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._urgent.wait(), interval)
+                gathered = asyncio.get_running_loop().call_later(interval, self._urgent.set)
+                await self._urgent.wait()
+                gathered.cancel()
             self._urgent.clear()
             if not await self.flush():  # the database refused the batch: try again after a pause
                 await asyncio.sleep(RETRY_PAUSES_S[min(self.failures, len(RETRY_PAUSES_S)) - 1])

@@ -165,6 +165,7 @@ def steps(app: object, loop: asyncio.AbstractEventLoop, args: argparse.Namespace
     loop_sqlite.writer = timed_writer
     loop_sqlite.redacted = timed("redaction", loop_sqlite.redacted)
     loop_sqlite.Plan.params = timed("values prepared", loop_sqlite.Plan.params)
+    loop_sqlite.event_params = timed("values prepared", loop_sqlite.event_params)
     loop_sqlite.write = timed("the whole commit (loop_sqlite.write)", loop_sqlite.write)
     body = json.dumps({**REQUEST, "stream": not args.plain}).encode()
 
