@@ -3,6 +3,8 @@
 
     .venv/bin/python tests/benchmarks/profile_endpoint.py [--requests 3000] [--concurrency 16] [--top 25]
         [--no-record] [--plain] [--steps]
+    valgrind --tool=callgrind --instr-atstart=no .venv/bin/python tests/benchmarks/profile_endpoint.py \
+        --callgrind [-n 1000] [--no-record]
 
 It uses a fresh SQLite database in ``tests/benchmarks/.work/profile.sqlite3``, stores the load benchmark's scenario,
 warms up, then prints our code's CPU time per request (the wall time of the whole batch divided by the requests:
@@ -24,6 +26,7 @@ import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -197,6 +200,22 @@ def steps(app: object, loop: asyncio.AbstractEventLoop, args: argparse.Namespace
         )
 
 
+def instructions(app: object, loop: asyncio.AbstractEventLoop, args: argparse.Namespace) -> None:
+    """One drive with callgrind's instrumentation on (the process runs under ``valgrind --tool=callgrind
+    --instr-atstart=no``): divide the instructions it reports by the requests printed. Instruction counts do not move
+    with the machine's load; the commits show how many responses shared each."""
+    from runs_app.endpoint import loop_sqlite
+
+    def commits() -> int:
+        return sum(writer.commits for writer in loop_sqlite._writers.values())
+
+    before = commits()
+    subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True, capture_output=True)
+    loop.run_until_complete(drive(app, args.requests, args.concurrency, args.plain))
+    subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True, capture_output=True)
+    print(f"requests measured: {args.requests}, commits: {commits() - before}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", "-n", type=int, default=3000)
@@ -205,6 +224,7 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--plain", action="store_true", help="the request without stream (one frame)")
     parser.add_argument("--steps", action="store_true", help="each request and commit step timed, -c 1 (no profile)")
+    parser.add_argument("--callgrind", action="store_true", help="under valgrind: instrument one drive only")
     args = parser.parse_args()
     app = setup(args.no_record)
     import uvloop
@@ -214,6 +234,8 @@ def main() -> None:
     loop.run_until_complete(drive(app, 300, args.concurrency, args.plain))  # warm-up
     if args.steps:
         return steps(app, loop, args)
+    if args.callgrind:
+        return instructions(app, loop, args)
     rounds = [loop.run_until_complete(drive(app, args.requests, args.concurrency, args.plain)) for _ in range(3)]
     wall, cpu = min(r[0] for r in rounds), min(r[1] for r in rounds)
     profiler = cProfile.Profile()
