@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import Any
 
 from django.db import models
@@ -45,13 +44,6 @@ class RunQuerySet(models.QuerySet["Run"]):
         return runs
 
 
-def new_run_id() -> uuid.UUID:
-    """A run's id: a UUID version 7 (RFC 9562, ``uuid_utils``), whose first 48 bits are the time it was made, so
-    that the runs made together sit together in the primary key's index (a batch of new runs writes one of its
-    pages, not one a run) and their events in the event table's (run, seq) one."""
-    return uuid7()
-
-
 class Run(models.Model):
     class Status(models.TextChoices):
         RUNNING = "running"
@@ -61,7 +53,7 @@ class Run(models.Model):
         SKIPPED = "skipped"  # a CI or pytest run whose test was skipped: CI's word, never the endpoint's
         ABANDONED = "abandoned"  # no request came for HARNESS_RUN_IDLE_S before its last turn (runs_app/closing.py)
 
-    id = models.UUIDField(primary_key=True, default=new_run_id, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)  # time first: migration 0018
     # Not a foreign key: a run outlives the scenario it played, and lorem/instruction runs have none.
     scenario_id = models.CharField(max_length=100, blank=True, default="", db_index=True)
     mode = models.CharField(max_length=20, default="scenario")  # scenario | instruction | lorem
@@ -103,8 +95,7 @@ class Run(models.Model):
 
 
 class RunEvent(models.Model):
-    # No index of its own: the (run, seq) constraint's index serves every lookup by run.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)  # (run, seq)'s
     seq = models.PositiveIntegerField()
     timestamp = models.DateTimeField()
     kind = models.CharField(max_length=40)

@@ -42,14 +42,16 @@ from django.db import (
 )
 from django.db.models import Max
 from django.utils import timezone
+from uuid_utils.compat import uuid7
 
 from harnessweb.engine.redaction import redact_text
 from runs_app import metrics
 from runs_app.closing import still_open
 from runs_app.endpoint import loop_sqlite, writes
 from runs_app.endpoint.broadcasting import RUNS_GROUP, broadcast, event_payload, group_name, watched
+from runs_app.endpoint.waiters import Waiters
 from runs_app.endpoint.writes import PendingEvent, take_attempt  # noqa: F401 (steps.py imports it from here)
-from runs_app.models import Run, new_run_id
+from runs_app.models import Run
 
 log = logging.getLogger(__name__)
 MAX_REMEMBERED_RUNS = 20_000
@@ -105,15 +107,11 @@ class Recorder:
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         # Durability: every queued change gets a generation; a flush commits all generations up to the one it
-        # saw when it started. Requests ending a response wait for theirs (and ask for a flush without the wait
-        # that gathers a batch).
+        # saw when it started. Requests ending a response wait for theirs (``waiters``).
         self.queued = 0
         self.committed = 0
         self._urgent = asyncio.Event()
-        # (generation, waiter, deadline) of ending responses, and the timer that ends the waits past their deadline
-        self._waiting: list[tuple[int, asyncio.Future[bool | None], float]] = []
-        self._expiry: asyncio.TimerHandle | None = None
-        self._expiry_loop: asyncio.AbstractEventLoop | None = None
+        self._waiting = Waiters()
         # Backpressure: failed attempts in a row (0 while the database answers), and the events dropped per run
         # while over the bound, recorded on the run once the database is back.
         self.failures = 0
@@ -135,7 +133,7 @@ class Recorder:
                 loaded = await while_up(_load_latest_for_key, key)
                 state = self.by_key.get(key) or loaded  # another request may have created it meanwhile
             if state is None or turn in state.turns_served or not await still_open(state, _load_run, self.writing):
-                state = self._new(new_run_id(), key, protocol)
+                state = self._new(uuid7(), key, protocol)  # time first: runs made together share index pages
         state.active_at = timezone.now()
         self._remember(state)
         return state
@@ -196,7 +194,7 @@ class Recorder:
             self._schedule()
             return False
         if self._gathering:  # a response is gathering the batch: its commit is this one's too
-            return await self._wait_for(target, timeout)
+            return await self._waiting.wait(target, timeout)
         if not self._lock.locked() and loop_sqlite.here():
             await self._gather()
             if not self._lock.locked():
@@ -212,7 +210,7 @@ class Recorder:
                     return False
         self._schedule()
         self._urgent.set()
-        return await self._wait_for(target, timeout)
+        return await self._waiting.wait(target, timeout)
 
     async def _gather(self) -> None:
         """Let the requests this process has already received reach their commit before it is made, so that they
@@ -228,55 +226,6 @@ class Recorder:
                     break
         finally:
             self._gathering = False
-
-    async def _wait_for(self, target: int, timeout: float) -> bool:
-        """Wait for the commit of generation ``target`` (``_release``), ``timeout`` at most: one timer for every
-        response waiting (``_expire``), not a timer (nor, with ``asyncio.wait_for``, a second future) each."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[bool | None] = loop.create_future()
-        deadline = loop.time() + timeout
-        self._waiting.append((target, waiter, deadline))
-        expiry = self._expiry
-        if expiry is None or deadline < expiry.when() or self._expiry_loop is not loop:  # (a test's new loop)
-            self._watch(deadline)
-        committed = await waiter  # (a failed write ends the wait too: the database is down, the response goes on)
-        if committed is None:
-            log.warning("A response ended before its events were committed (waited %.1f s)", timeout)
-            return False
-        return committed
-
-    def _watch(self, deadline: float) -> None:
-        if self._expiry is not None:
-            self._expiry.cancel()
-        self._expiry_loop = asyncio.get_running_loop()
-        self._expiry = self._expiry_loop.call_at(deadline, self._expire)
-
-    def _expire(self) -> None:
-        """End the waits past their deadline (the waiter answers None), and watch the next deadline."""
-        self._expiry = None
-        now = asyncio.get_running_loop().time()
-        waiting, self._waiting = self._waiting, []
-        for target, waiter, deadline in waiting:
-            if waiter.done():
-                continue
-            if deadline <= now:
-                waiter.set_result(None)
-            else:
-                self._waiting.append((target, waiter, deadline))
-        if self._waiting:
-            self._watch(min(deadline for _, _, deadline in self._waiting))
-
-    def _release(self, committed: bool) -> None:
-        """Wake the responses waiting for a commit: those it covers (True), or all of them when the database
-        refused the batch (False: they go on without it)."""
-        waiting, self._waiting = self._waiting, []
-        for target, waiter, deadline in waiting:
-            if waiter.done():  # (its wait expired)
-                continue
-            if committed and target > self.committed:
-                self._waiting.append((target, waiter, deadline))
-            else:
-                waiter.set_result(committed)
 
     # -- flushing ------------------------------------------------------------------------------------------------
 
@@ -357,14 +306,14 @@ class Recorder:
             for event in events:
                 self.dropped[event.run_id] = self.dropped.get(event.run_id, 0) + 1
             self.committed = max(self.committed, generation)
-            self._release(True)
+            self._waiting.release(True, self.committed)
             return True
         except Exception:
             self.failures += 1
             if self.failures == 1:
                 log.exception("Could not record %d runs and %d events; retrying", len(runs), len(events))
             self._put_back(runs, events)
-            self._release(False)  # responses waiting for this batch go on without it
+            self._waiting.release(False, self.committed)  # responses waiting for this batch go on without it
             return False
         if self.failures:
             log.warning("The database is back after %d failed attempts", self.failures)
@@ -375,7 +324,7 @@ class Recorder:
         self._stored(runs)
         metrics.observe_flush(len(events))
         self.committed = max(self.committed, generation)
-        self._release(True)
+        self._waiting.release(True, self.committed)
         # One message per run and one for the runs list per batch, however many events it holds: with Redis every
         # message is a round trip, and a page re-reads what changed anyway.
         by_run: dict[uuid.UUID, list[PendingEvent]] = {}

@@ -6,7 +6,7 @@ state only, the index is dropped by its name (the same on SQLite and PostgreSQL)
 import django.db.models.deletion
 from django.db import migrations, models
 
-import runs_app.models
+import uuid_utils.compat
 
 
 class Migration(migrations.Migration):
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                     model_name="run",
                     name="id",
                     field=models.UUIDField(
-                        default=runs_app.models.new_run_id, editable=False, primary_key=True, serialize=False
+                        default=uuid_utils.compat.uuid7, editable=False, primary_key=True, serialize=False
                     ),
                 ),
                 migrations.AlterField(
