@@ -2,7 +2,7 @@
 (no server, no sockets), under cProfile, with recording on and the durable wait as served.
 
     .venv/bin/python tests/benchmarks/profile_endpoint.py [--requests 3000] [--concurrency 16] [--top 25]
-        [--no-record] [--plain] [--steps]
+        [--no-record] [--plain] [--sdk-headers] [--steps]
     valgrind --tool=callgrind --instr-atstart=no .venv/bin/python tests/benchmarks/profile_endpoint.py \
         --callgrind [-n 1000] [--no-record]
 
@@ -10,7 +10,8 @@ It uses a fresh SQLite database in ``tests/benchmarks/.work/profile.sqlite3``, s
 warms up, then prints our code's CPU time per request (the wall time of the whole batch divided by the requests:
 one process, one core) and the profile's top lines by own time and by cumulative time. ``--no-record`` measures the
 same with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``). ``--plain`` sends
-the request without ``stream`` (one frame). ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
+the request without ``stream`` (one frame); ``--sdk-headers`` with the headers the openai SDK sends (its key, its
+platform headers). ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
 times each request and each step of its commit on the loop's own connection (``loop_sqlite``: the redaction, the
 values prepared, ``BEGIN``, each statement, ``COMMIT``), and the same requests with recording off in the same
 process, round by round, instead of the profile.
@@ -65,6 +66,26 @@ def setup(no_record: bool) -> object:
     return application
 
 
+# The headers the openai SDK (2.x) sends beside the request's own: its key and its platform headers (--sdk-headers).
+SDK_HEADERS = {
+    "accept": "application/json",
+    "accept-encoding": "gzip, deflate",
+    "authorization": "Bearer sk-bench",
+    "connection": "keep-alive",
+    "user-agent": "OpenAI/Python 2.8.1",
+    "x-stainless-arch": "x64",
+    "x-stainless-async": "false",
+    "x-stainless-lang": "python",
+    "x-stainless-os": "Linux",
+    "x-stainless-package-version": "2.8.1",
+    "x-stainless-read-timeout": "600",
+    "x-stainless-retry-count": "0",
+    "x-stainless-runtime": "CPython",
+    "x-stainless-runtime-version": "3.11.7",
+}
+EXTRA_HEADERS: list[tuple[bytes, bytes]] = []
+
+
 async def one(app: object, body: bytes) -> bytes:
     scope = {
         "type": "http",
@@ -79,6 +100,7 @@ async def one(app: object, body: bytes) -> bytes:
             (b"host", b"127.0.0.1"),
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
+            *EXTRA_HEADERS,
         ],
         "client": ("127.0.0.1", 1),
         "server": ("127.0.0.1", 8000),
@@ -223,9 +245,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--plain", action="store_true", help="the request without stream (one frame)")
+    parser.add_argument("--sdk-headers", action="store_true", help="with the headers the openai SDK sends")
     parser.add_argument("--steps", action="store_true", help="each request and commit step timed, -c 1 (no profile)")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind: instrument one drive only")
     args = parser.parse_args()
+    if args.sdk_headers:
+        EXTRA_HEADERS[:] = [(name.encode(), value.encode()) for name, value in SDK_HEADERS.items()]
     app = setup(args.no_record)
     import uvloop
 

@@ -3,11 +3,15 @@
     .venv/bin/python tests/benchmarks/sequential.py [-n 1000] [--rounds 3] [--warmup 100] [--pin]
         [--servers daphne,daphne-norec,uvicorn,uvicorn-norec,aimock,bare-daphne,bare-uvicorn]
 
-For every server: start it on a free port (pacing off, a fresh SQLite database for our app), then for each client
-(the official openai SDK: one client, keep-alive, ``chat.completions.create`` plain and with ``stream=True``; raw
-httpx, one client, the same two requests) a warm-up and ``--rounds`` rounds of ``-n`` sequential calls, each call
-timed from the call to the end of its response; the round with the lowest median counts, its median and p90 are
-reported. The server start-up, aimock, the database and the pinning are servers.py's. See README.md next to this file.
+Every server is started first, on a free port (pacing off; each of our servers on a copy of a fresh SQLite database
+of its own), and stays up while the others are measured. Then, for each client (the official openai SDK: one
+client, keep-alive, ``chat.completions.create`` plain and with ``stream=True``; raw httpx, one client, the same two
+requests) and each server, a warm-up, then ``--rounds`` rounds of ``-n`` sequential calls, each call timed from the
+call to the end of its response. A round is interleaved: 50 calls on one server, then 50 on the next, and so on, so
+that whatever else this machine does during a round weighs on every server alike (one server after another, a
+quiet minute for one and a busy one for the next moved the ratios more than recording costs). The round with the
+lowest median counts, its median and p90 are reported. The server start-up, aimock, the database and the pinning
+are servers.py's. See README.md next to this file.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import json
 import os
 import shlex
+import sqlite3
 import statistics
 import sys
 import time
@@ -44,6 +49,7 @@ OURS = ("daphne", "uvicorn")
 CASES = ("sdk plain", "sdk stream", "httpx plain", "httpx stream")
 # The issue's targets: recording on at or below aimock's median, and within this of the same server with it off.
 TARGET_VS_NOREC = 1.2
+SLICE = 50  # calls made on one server before the next server's turn (measure)
 
 
 @dataclass
@@ -73,6 +79,7 @@ class Outcome:
     cases: dict[str, Case] = field(default_factory=dict)
     calls: int = 0  # answers received whole (each must be recorded by our app with recording on)
     recorded: int | None = None
+    before: dict[str, int] = field(default_factory=dict)  # our database's counts before the first call
     error: str = ""
 
 
@@ -125,57 +132,109 @@ def timed(call: Callable[[], None], n: int) -> list[float]:
     return times
 
 
-def measure(port: int, cases: list[str], args: argparse.Namespace, outcome: Outcome) -> None:
-    calls, close = callers(port)
-    try:
-        for case in cases:
-            timed(calls[case], args.warmup)
-            outcome.calls += args.warmup
-            result = outcome.cases.setdefault(case, Case())
-            for _ in range(args.rounds):
-                result.rounds.append(timed(calls[case], args.n))
-                outcome.calls += args.n
-            log(f"   {case:<13} median {result.median:6.2f} ms, p90 {result.p90:6.2f} ms (best of {args.rounds})")
-    finally:
-        close()
+@dataclass
+class Serving:
+    """One server up for the whole run, the cases it answers, and its clients' calls."""
+
+    outcome: Outcome
+    server: Server
+    cases: list[str]
+    calls: dict[str, Callable[[], None]] = field(default_factory=dict)
+    close: Callable[[], None] = lambda: None
 
 
 def uptime() -> str:
     return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def bench(name: str, args: argparse.Namespace, pin: Pinning) -> Outcome:
+def database_of(name: str) -> Path:
+    """Each of our servers records into a copy of the prepared database of its own (two servers writing one SQLite
+    file would wait for each other's locks)."""
+    return WORK / f"sequential-{name}.sqlite3"
+
+
+def start(name: str, pin: Pinning, prepared: Path) -> tuple[Outcome, list[Serving]]:
+    """The server(s) of one row started: a bare app answers one captured response, so it has one server for the
+    plain calls and another for the streamed ones."""
     outcome = Outcome(name, load_before=uptime())
     if name == "aimock" and (why := kit.install_aimock()):
         outcome.error = f"aimock not run: {why}"
-        return outcome
+        return outcome, []
     cpus = pin.for_server(name)
     outcome.cpus = kit.cpus_label(cpus, pin.everything)
-    ours = name.removesuffix("-norec") in OURS
-    before = kit.recorded() if ours else {}
-    # A bare app answers one captured response: one server for the plain calls, another for the streamed ones.
+    if name.removesuffix("-norec") in OURS:
+        kit.DB = database_of(name)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{kit.DB}{suffix}").unlink(missing_ok=True)
+        with sqlite3.connect(prepared) as source, sqlite3.connect(kit.DB) as copy:
+            source.backup(copy)
+        outcome.before = kit.recorded()
     runs = [(kind, [c for c in CASES if c.endswith(kind)]) for kind in ("plain", "stream")]
     if not name.startswith("bare-"):
         runs = [("", list(CASES))]
-    try:
-        for kind, cases in runs:
-            server: Server = kit.make_server(name, kit.free_port(), cpus, CAPTURES.get(kind, kit.CAPTURE))
-            server.name = f"seq-{name}{'-' + kind if kind else ''}"
-            log(f"\n== {server.name} (CPU {outcome.cpus}, {outcome.load_before}): {shlex.join(server.command)}")
+    servings = []
+    for kind, cases in runs:
+        server: Server = kit.make_server(name, kit.free_port(), cpus, CAPTURES.get(kind, kit.CAPTURE))
+        server.name = f"seq-{name}{'-' + kind if kind else ''}"
+        log(f"== {server.name} (CPU {outcome.cpus}): {shlex.join(server.command)}")
+        serving = Serving(outcome, server, cases)
+        servings.append(serving)
+        try:
+            server.start()
+            serving.calls, serving.close = callers(server.port)
+        except Exception as exc:
+            outcome.error = f"{type(exc).__name__}: {exc}"
+            break
+    return outcome, servings
+
+
+def measure(servings: list[Serving], args: argparse.Namespace) -> None:
+    """Every case on every server, interleaved: each round of ``-n`` calls is made in slices of ``SLICE`` calls, one
+    slice per server in turn, so that what else the machine does meanwhile falls on every server alike."""
+    for case in CASES:
+        ready = [s for s in servings if case in s.cases and s.calls and not s.outcome.error]
+        for serving in list(ready):
             try:
-                server.start()
-                measure(server.port, cases, args, outcome)
-            finally:
-                server.stop()
-            if found := server.log_problems():
-                outcome.error = f"{len(found)} error lines in {server.log_path.relative_to(ROOT)}: {found[0]}"
-        if ours:
-            expected = 0 if name.endswith("-norec") else outcome.calls
-            after = kit.delta(kit.wait_recorded(before, expected, None), before)
-            outcome.recorded = after.get("response_200", 0)
-    except Exception as exc:  # report and go on with the next server
-        outcome.error = f"{type(exc).__name__}: {exc}"
-    return outcome
+                timed(serving.calls[case], args.warmup)
+                serving.outcome.calls += args.warmup
+            except Exception as exc:  # report it and go on with the others
+                serving.outcome.error = f"{case}: {type(exc).__name__}: {exc}"
+                ready.remove(serving)
+        for _ in range(args.rounds):
+            times: dict[int, list[float]] = {id(s): [] for s in ready}
+            for start in range(0, args.n, SLICE):
+                for serving in list(ready):
+                    try:
+                        times[id(serving)] += timed(serving.calls[case], min(SLICE, args.n - start))
+                    except Exception as exc:
+                        serving.outcome.error = f"{case}: {type(exc).__name__}: {exc}"
+                        ready.remove(serving)
+            for serving in ready:
+                serving.outcome.cases.setdefault(case, Case()).rounds.append(times[id(serving)])
+                serving.outcome.calls += args.n
+        for serving in ready:
+            result = serving.outcome.cases[case]
+            log(f"   {serving.server.name:<22} {case:<13} median {result.median:6.2f} ms, p90 {result.p90:6.2f} ms")
+
+
+def stop(servings: list[Serving]) -> None:
+    for serving in servings:
+        serving.close()
+        serving.server.stop()
+        if found := serving.server.log_problems():
+            log_path = serving.server.log_path.relative_to(ROOT)
+            serving.outcome.error = serving.outcome.error or f"{len(found)} error lines in {log_path}: {found[0]}"
+
+
+def count_recorded(outcome: Outcome) -> None:
+    """How many of the answers our server recorded (all with recording on, none with it off)."""
+    kit.DB = database_of(outcome.name)
+    expected = 0 if outcome.name.endswith("-norec") else outcome.calls
+    try:
+        after = kit.delta(kit.wait_recorded(outcome.before, expected, None), outcome.before)
+        outcome.recorded = after.get("response_200", 0)
+    except Exception as exc:
+        outcome.error = outcome.error or f"counting: {type(exc).__name__}: {exc}"
 
 
 def fmt(value: float | None) -> str:
@@ -243,15 +302,25 @@ def main() -> None:
     pinning = pinning.replace("(--no-pin)", "(--pin to pin)").replace("ab and the timing client", "this client")
     log(f"pinning: {pinning}")
     kit.prepare_database()
+    prepared = kit.DB
     for kind, body in BODIES.items():
         raw = json.dumps(body).encode()
         kit.capture_response(raw, CAPTURES[kind], streamed=kind == "stream")
-    outcomes = []
-    for name in servers:
-        outcome = bench(name, args, pin)
-        outcomes.append(outcome)
+    outcomes, servings = [], []
+    try:
+        for name in servers:
+            outcome, started = start(name, pin, prepared)
+            outcomes.append(outcome)
+            servings += started
+        log(f"\nAll servers up ({uptime()}); each round interleaves them, {SLICE} calls at a time")
+        measure(servings, args)
+    finally:
+        stop(servings)
+    for outcome in outcomes:
+        if outcome.name.removesuffix("-norec") in OURS and not outcome.error:
+            count_recorded(outcome)
         if outcome.error:
-            log(f"   {outcome.error}")
+            log(f"   {outcome.name}: {outcome.error}")
     text = report(outcomes, args, pinning)
     (WORK / "sequential-report.txt").write_text(text + "\n")
     log("\n" + text)
