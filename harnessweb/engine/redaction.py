@@ -117,6 +117,10 @@ class Redacted(dict[str, str]):
 def redact_headers(headers: Mapping[str, str]) -> Redacted:
     """Headers (lower-case names) as recorded: each secret's value (a secret header's, or a member's named like a
     secret) replaced by the marker, key shapes in the others and in the names too."""
+    # One look at every other header's name and value together first: most requests hold nothing a key shape
+    # needs (a request's two dozen headers cost two dozen calls less).
+    if not _may_hold("\n".join([f"{n}\n{v}" for n, v in headers.items() if n.lower() not in SECRET_MEMBERS])):
+        return Redacted((n, redact_value(v) if n.lower() in SECRET_MEMBERS else v) for n, v in headers.items())
     return Redacted(
         (redact_text(name), redact_value(value) if name.lower() in SECRET_MEMBERS else redact_text(value))
         for name, value in headers.items()

@@ -301,6 +301,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         self.turn = request.turn
         request = keys.stamped(request, self.headers, self.query_key)
         key = conversation_key(self.headers, request, self.query_key)
+        sent_key = {"place": request.key_place, "fingerprint": request.key_fingerprint} if request.key_place else None
         run = await recorder.resolve(explicit, key, request.turn, request.protocol)
         self.run = run
         recorder.event(
@@ -312,7 +313,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                 "path": self.scope["path"],
                 "headers": redact_headers(self.headers),
                 "body": payload,
-                "key": vars(key) if (key := keys.presented(self.headers, self.query_key)) else None,
+                "key": sent_key,
             },
         )
         try:  # chaos by probability for one key (the header's: counted in this process), else the run script's
