@@ -61,7 +61,6 @@ def test_it_redacts_every_secret_header_keeping_its_scheme_and_fingerprint() -> 
     assert redact_headers({"authorization": sigv4})["authorization"].startswith("AWS4-HMAC-SHA256 [REDACTED:")
 
 
-
 @pytest.mark.parametrize("secret", KEYS)
 def test_a_key_shape_in_any_other_header_or_name_is_redacted_beside_plain_ones(secret: str) -> None:
     """The headers are first looked at together: one that holds a key shape is still found among plain ones, in a
@@ -72,6 +71,7 @@ def test_a_key_shape_in_any_other_header_or_name_is_redacted_beside_plain_ones(s
         recorded = redact_headers({**plain, **extra})
         assert recorded == {**redact_headers(plain), **{redact_text(n): redact_text(v) for n, v in extra.items()}}
         assert secret not in str(recorded) and recorded["user-agent"] == plain["user-agent"]
+
 
 def test_it_knows_the_secret_headers_and_query_parameters_of_every_provider() -> None:
     assert {
