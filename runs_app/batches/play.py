@@ -26,7 +26,7 @@ from harnessweb.engine.exchange import ChatRequest, Decision
 from harnessweb.engine.wire import embeddings
 from harnessweb.engine.wire.common import Encoded, WireError
 from runs_app.endpoint import conversations, scripts, steps
-from runs_app.endpoint.recorder import RunState, get_recorder, while_up
+from runs_app.endpoint.recorder import RunState, get_recorder
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 
@@ -108,7 +108,7 @@ async def _play(
         encoded = encoded or wire.encode_error(status, message, request_id=request_id)
         return _answer(line, encoded, request_id, run)
 
-    taken = await while_up(scripts.take, run.id, request.model) if explicit is not None else None
+    taken = await scripts.taken(run.id, request.model) if explicit is not None else None
     catalog = cached_catalog() or await sync_to_async(current_catalog)()
     try:
         decision, failure = steps.played(catalog, request, headers, taken, False)

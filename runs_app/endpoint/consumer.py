@@ -29,7 +29,7 @@ from harnessweb.engine.wire.common import Encoded, Piece, WireError
 from runs_app import metrics
 from runs_app.endpoint import cassette_replay, conversations, current, inflight, scripts, steps
 from runs_app.endpoint.connection import close_connection
-from runs_app.endpoint.recorder import RunState, get_recorder, while_up
+from runs_app.endpoint.recorder import RunState, get_recorder
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 log = logging.getLogger(__name__)
@@ -322,7 +322,7 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             return await self.refuse(400, str(exc), self._error(400, str(exc), chaos.HEADER_NAME))
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
         script_chaos = chaos.HEADER not in self.headers
-        taken = await while_up(scripts.take, run.id, request.model, script_chaos, hit) if explicit is not None else None
+        taken = await scripts.taken(run.id, request.model, script_chaos, hit) if explicit is not None else None
         hit = taken.chaos if taken is not None else hit
         catalog = cached_catalog() or await sync_to_async(current_catalog)()
         try:

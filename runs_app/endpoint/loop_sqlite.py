@@ -108,6 +108,17 @@ class Plan:
             start += size
 
 
+def begin(db: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE`` on a loop's connection: the write lock taken now, or :class:`Busy` at once when another
+    connection holds it."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise Busy(str(exc)) from exc
+        raise
+
+
 def event_params(events: list[PendingEvent]) -> list[tuple[Any, ...]]:
     """The events' parameters in the event table's column order (``EVENT_COLUMNS``, checked against the model's
     by the tests): what ``Plan.params`` gives for them, without a dict and a converter call a value."""
@@ -144,12 +155,7 @@ class Writer:
         """Commit the batch (its events numbered again after each run's last one if another process's collide);
         :class:`Busy` when another connection holds the write lock, Django's errors for what the database refused."""
         for attempt in range(RENUMBER_ATTEMPTS):
-            try:
-                self.db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise Busy(str(exc)) from exc
-                raise
+            begin(self.db)
             try:
                 events = self._insert(runs, events, renumber=attempt > 0)
                 self.db.execute("COMMIT")

@@ -35,7 +35,7 @@ from harnessweb.engine.wire.common import Piece, WireError
 from runs_app.endpoint import current, inflight, scripts, steps
 from runs_app.endpoint.connection import close_connection
 from runs_app.endpoint.consumer import LIVE_INTERVAL_S
-from runs_app.endpoint.recorder import RunState, get_recorder, while_up
+from runs_app.endpoint.recorder import RunState, get_recorder
 from scenarios_app.catalog import cached_catalog, current_catalog
 
 DROP_GRACE_S = 0.2  # after a cut, what was written has this long to go out before the connection is aborted
@@ -135,7 +135,7 @@ class ProviderSocket(AsyncWebsocketConsumer):
         data.update(headers=redact_headers(self.headers), key=vars(key) if key else None)
         recorder.event(self.run, "request", request.turn, data)
         # A named run may carry a script (answers and failures configured by its test) before any scenario.
-        taken = await while_up(scripts.take, self.run.id, request.model) if self.explicit is not None else None
+        taken = await scripts.taken(self.run.id, request.model) if self.explicit is not None else None
         catalog = await _catalog()
         try:
             decision, failure = steps.played(catalog, request, self.headers, taken, settings.HARNESS_PACING)
