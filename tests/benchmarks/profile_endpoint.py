@@ -2,7 +2,7 @@
 (no server, no sockets), under cProfile, with recording on and the durable wait as served.
 
     .venv/bin/python tests/benchmarks/profile_endpoint.py [--requests 3000] [--concurrency 16] [--top 25]
-        [--no-record] [--plain] [--sdk-headers] [--steps]
+        [--no-record] [--plain] [--sdk-headers] [--named-run] [--steps]
     valgrind --tool=callgrind --instr-atstart=no .venv/bin/python tests/benchmarks/profile_endpoint.py \
         --callgrind [-n 1000] [--no-record]
 
@@ -11,7 +11,8 @@ warms up, then prints our code's CPU time per request (the wall time of the whol
 one process, one core) and the profile's top lines by own time and by cumulative time. ``--no-record`` measures the
 same with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``). ``--plain`` sends
 the request without ``stream`` (one frame); ``--sdk-headers`` with the headers the openai SDK sends (its key, its
-platform headers). ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
+platform headers); ``--named-run`` names one run on every request (``X-Harness-Run``, as the pytest plugin's server
+mode does), so each asks for the run's script. ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
 times each request and each step of its commit on the loop's own connection (``loop_sqlite``: the redaction, the
 values prepared, ``BEGIN``, each statement, ``COMMIT``), and the same requests with recording off in the same
 process, round by round, instead of the profile.
@@ -30,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -246,11 +248,14 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--plain", action="store_true", help="the request without stream (one frame)")
     parser.add_argument("--sdk-headers", action="store_true", help="with the headers the openai SDK sends")
+    parser.add_argument("--named-run", action="store_true", help="every request names one run (X-Harness-Run)")
     parser.add_argument("--steps", action="store_true", help="each request and commit step timed, -c 1 (no profile)")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind: instrument one drive only")
     args = parser.parse_args()
     if args.sdk_headers:
         EXTRA_HEADERS[:] = [(name.encode(), value.encode()) for name, value in SDK_HEADERS.items()]
+    if args.named_run:  # as the pytest plugin's server mode names its session run on every call
+        EXTRA_HEADERS.append((b"x-harness-run", str(uuid.uuid4()).encode()))
     app = setup(args.no_record)
     import uvloop
 
