@@ -66,3 +66,13 @@ async def test_another_writer_s_lock_sends_the_take_to_django_s_thread(monkeypat
         holder.execute("ROLLBACK")
         holder.close()
     assert (await scripts.taken(run, "m")).entry.text == "only"  # the lock gone, the loop takes it again
+
+
+async def test_a_json_answer_beyond_64_bits_is_taken_and_stored_as_django_stores_it(monkeypatch) -> None:
+    refuse_the_thread_path(monkeypatch)
+    run = uuid.uuid4()
+    configured = Answers.from_data({"answers": [{"model": None, "json": {"n": 2**70 + 1}}], "errors": []})
+    await sync_to_async(scripts.store)(run, configured, "")
+    assert (await scripts.taken(run, "m")).entry.json == {"n": 2**70 + 1}
+    stored = Answers.from_data((await RunScript.objects.aget(run_id=run)).script)
+    assert stored.answers[0].json == {"n": 2**70 + 1} and stored.answers[0].used == 1
