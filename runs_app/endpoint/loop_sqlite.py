@@ -42,6 +42,9 @@ from runs_app.models import Run, RunEvent
 
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
 CHECKPOINT_EVERY = 500  # commits between two checkpoints of the log (on another thread)
+# Set while a checkpoint runs: the loop's connections then leave the write lock to it (``begin``). Taking it the
+# moment it is free, a loop that commits without pausing starved the checkpoint's waits, and the log grew.
+CHECKPOINTING = threading.Event()
 CHECKPOINT_WAIT_S = 0.1  # how long a checkpoint waits for a reader of an older snapshot (writers wait meanwhile)
 
 
@@ -108,9 +111,26 @@ class Plan:
             start += size
 
 
+RUN_OF_KEY = f'SELECT 1 FROM "{Run._meta.db_table}" WHERE "conversation_key" = ? AND "source" = ? LIMIT 1'
+
+
+def may_have_run_of(key: str) -> bool:
+    """Whether an endpoint run of this conversation may be stored, asked on the loop's own connection (one indexed
+    read: a new conversation, a test's first call, does not wait for asgiref's thread to learn it has none); True
+    when it cannot be asked here (the caller reads the run on Django's thread, as it would have)."""
+    if not here():
+        return True
+    try:
+        return writer().db.execute(RUN_OF_KEY, (key, "endpoint")).fetchone() is not None
+    except sqlite3.Error:
+        return True
+
+
 def begin(db: sqlite3.Connection) -> None:
     """``BEGIN IMMEDIATE`` on a loop's connection: the write lock taken now, or :class:`Busy` at once when another
-    connection holds it."""
+    connection holds it, or while a checkpoint waits for it (``_checkpoint``)."""
+    if CHECKPOINTING.is_set():
+        raise Busy("a checkpoint of the log is under way")
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
@@ -219,12 +239,16 @@ def _checkpoint(file: str) -> None:
     """
 
     def run() -> None:
-        with (
-            contextlib.suppress(sqlite3.Error),
-            contextlib.closing(sqlite3.connect(file, timeout=CHECKPOINT_WAIT_S)) as db,
-        ):
-            db.execute("PRAGMA wal_checkpoint(FULL)")
+        try:
+            with (
+                contextlib.suppress(sqlite3.Error),
+                contextlib.closing(sqlite3.connect(file, timeout=CHECKPOINT_WAIT_S)) as db,
+            ):
+                db.execute("PRAGMA wal_checkpoint(FULL)")
+        finally:
+            CHECKPOINTING.clear()
 
+    CHECKPOINTING.set()
     threading.Thread(target=run, name="sqlite-checkpoint", daemon=True).start()
 
 

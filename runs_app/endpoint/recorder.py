@@ -130,7 +130,7 @@ class Recorder:
         else:
             state = self.by_key.get(key)
             if state is None:
-                loaded = await while_up(_load_latest_for_key, key)
+                loaded = await while_up(_load_latest_for_key, key) if loop_sqlite.may_have_run_of(key) else None
                 state = self.by_key.get(key) or loaded  # another request may have created it meanwhile
             if state is None or turn in state.turns_served or not await still_open(state, _load_run, self.writing):
                 state = self._new(uuid7(), key, protocol)  # time first: runs made together share index pages

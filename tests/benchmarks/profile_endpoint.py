@@ -2,20 +2,21 @@
 (no server, no sockets), under cProfile, with recording on and the durable wait as served.
 
     .venv/bin/python tests/benchmarks/profile_endpoint.py [--requests 3000] [--concurrency 16] [--top 25]
-        [--no-record] [--plain] [--sdk-headers] [--named-run] [--steps]
+        [--no-record] [--plain] [--sdk-headers] [--named-run] [--new-conversations] [--steps]
     valgrind --tool=callgrind --instr-atstart=no .venv/bin/python tests/benchmarks/profile_endpoint.py \
         --callgrind [-n 1000] [--no-record]
 
 It uses a fresh SQLite database in ``tests/benchmarks/.work/profile.sqlite3``, stores the load benchmark's scenario,
-warms up, then prints our code's CPU time per request (the wall time of the whole batch divided by the requests:
-one process, one core) and the profile's top lines by own time and by cumulative time. ``--no-record`` measures the
-same with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``). ``--plain`` sends
-the request without ``stream`` (one frame); ``--sdk-headers`` with the headers the openai SDK sends (its key, its
+warms up, then prints our code's CPU time per request (the wall time of the whole batch divided by the requests: one
+process, one core) and the profile's top lines by own time and by cumulative time. ``--no-record`` measures the same
+with the recorder's writes skipped (the benchmark-only switch ``HARNESS_BENCH_NO_RECORD``). ``--plain`` sends the
+request without ``stream`` (one frame); ``--sdk-headers`` with the headers the openai SDK sends (its key, its
 platform headers); ``--named-run`` names one run on every request (``X-Harness-Run``, as the pytest plugin's server
-mode does), so each asks for the run's script. ``--steps`` (with ``-c 1``: a test suite's calls, one after another)
-times each request and each step of its commit on the loop's own connection (``loop_sqlite``: the redaction, the
-values prepared, ``BEGIN``, each statement, ``COMMIT``), and the same requests with recording off in the same
-process, round by round, instead of the profile.
+mode does), so each asks for the run's script; ``--new-conversations`` gives each request a system prompt of its
+own, so each starts a conversation (as each test's first call does) and the recorder looks for its run. ``--steps``
+(with ``-c 1``: a test suite's calls, one after another) times each request and each step of its commit on the
+loop's own connection (``loop_sqlite``: the redaction, the values prepared, ``BEGIN``, each statement, ``COMMIT``),
+and the same requests with recording off in the same process, round by round, instead of the profile.
 """
 
 from __future__ import annotations
@@ -126,14 +127,35 @@ async def one(app: object, body: bytes) -> bytes:
     return b"".join(sent)
 
 
+NEW_CONVERSATIONS = False  # --new-conversations: each request's own system prompt, so its own conversation
+
+
+def request_bodies(requests: int, plain: bool) -> list[bytes]:
+    """The load benchmark's request, without ``stream`` when ``plain``; with ``NEW_CONVERSATIONS`` each starts a
+    conversation of its own (a system prompt of its own), as each test's first call does."""
+    request = {**REQUEST, "stream": not plain}
+    if not NEW_CONVERSATIONS:
+        return [json.dumps(request).encode()] * requests
+    batch = uuid.uuid4()  # (a batch's conversations are new to the database too)
+    return [
+        json.dumps(
+            {
+                **request,
+                "messages": [{"role": "system", "content": f"conversation {i} of {batch}"}, *REQUEST["messages"]],
+            }
+        ).encode()
+        for i in range(requests)
+    ]
+
+
 async def drive(app: object, requests: int, concurrency: int, plain: bool = False) -> tuple[float, float]:
     """The batch's wall time and the process's CPU time (the writer's thread included), in seconds."""
-    body = json.dumps({**REQUEST, "stream": False} if plain else REQUEST).encode()
+    bodies = request_bodies(requests, plain)
     queue = iter(range(requests))
 
     async def worker() -> None:
-        for _ in queue:
-            answer = await one(app, body)
+        for i in queue:
+            answer = await one(app, bodies[i])
             assert answer.endswith(b"}" if plain else b"data: [DONE]\n\n"), answer[-200:]
 
     started, cpu = time.perf_counter(), time.process_time()
@@ -194,11 +216,10 @@ def steps(app: object, loop: asyncio.AbstractEventLoop, args: argparse.Namespace
     loop_sqlite.Plan.params = timed("values prepared", loop_sqlite.Plan.params)
     loop_sqlite.event_params = timed("values prepared", loop_sqlite.event_params)
     loop_sqlite.write = timed("the whole commit (loop_sqlite.write)", loop_sqlite.write)
-    body = json.dumps({**REQUEST, "stream": not args.plain}).encode()
 
     async def calls(n: int) -> list[float]:
         times = []
-        for _ in range(n):
+        for body in request_bodies(n, args.plain):
             started = time.perf_counter_ns()
             await one(app, body)
             times.append((time.perf_counter_ns() - started) / 1000)
@@ -248,12 +269,15 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--plain", action="store_true", help="the request without stream (one frame)")
     parser.add_argument("--sdk-headers", action="store_true", help="with the headers the openai SDK sends")
+    parser.add_argument("--new-conversations", action="store_true", help="each request a conversation of its own")
     parser.add_argument("--named-run", action="store_true", help="every request names one run (X-Harness-Run)")
     parser.add_argument("--steps", action="store_true", help="each request and commit step timed, -c 1 (no profile)")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind: instrument one drive only")
     args = parser.parse_args()
     if args.sdk_headers:
         EXTRA_HEADERS[:] = [(name.encode(), value.encode()) for name, value in SDK_HEADERS.items()]
+    global NEW_CONVERSATIONS
+    NEW_CONVERSATIONS = args.new_conversations
     if args.named_run:  # as the pytest plugin's server mode names its session run on every call
         EXTRA_HEADERS.append((b"x-harness-run", str(uuid.uuid4()).encode()))
     app = setup(args.no_record)

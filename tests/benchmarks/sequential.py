@@ -1,22 +1,25 @@
 """Sequential benchmark: one call after another, as a test suite makes them, against our app, aimock and the floors.
 
-    .venv/bin/python tests/benchmarks/sequential.py [-n 1000] [--rounds 3] [--warmup 100] [--pin]
+    .venv/bin/python tests/benchmarks/sequential.py [-n 1000] [--rounds 3] [--warmup 100] [--pin] [--new-conversations]
         [--servers daphne,daphne-norec,uvicorn,uvicorn-norec,aimock,bare-daphne,bare-uvicorn]
 
 Every server is started first, on a free port (pacing off; each of our servers on a copy of a fresh SQLite database
-of its own), and stays up while the others are measured. Then, for each client (the official openai SDK: one
-client, keep-alive, ``chat.completions.create`` plain and with ``stream=True``; raw httpx, one client, the same two
+of its own), and stays up while the others are measured. Then, for each client (the official openai SDK: one client,
+keep-alive, ``chat.completions.create`` plain and with ``stream=True``; raw httpx, one client, the same two
 requests) and each server, a warm-up, then ``--rounds`` rounds of ``-n`` sequential calls, each call timed from the
 call to the end of its response. A round is interleaved: 50 calls on one server, then 50 on the next, and so on, so
-that whatever else this machine does during a round weighs on every server alike (one server after another, a
-quiet minute for one and a busy one for the next moved the ratios more than recording costs). The round with the
-lowest median counts, its median and p90 are reported. The server start-up, aimock, the database and the pinning
-are servers.py's. See README.md next to this file.
+that whatever else this machine does during a round weighs on every server alike (one server after another, a quiet
+minute for one and a busy one for the next moved the ratios more than recording costs). The round with the lowest
+median counts, its median and p90 are reported. Every call is the same first request of one conversation (a new run
+each time, since its turn was served); with ``--new-conversations`` each call has a system prompt of its own, so
+each starts a conversation, as each test's first call does (our app then looks for the conversation's run). The
+server start-up, aimock, the database and the pinning are servers.py's. See README.md next to this file.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -24,6 +27,7 @@ import sqlite3
 import statistics
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,32 +87,41 @@ class Outcome:
     error: str = ""
 
 
-def callers(port: int) -> tuple[dict[str, Callable[[], None]], Callable[[], None]]:
-    """The four calls against a server on ``port`` (each reads its whole answer and checks it), and a closer."""
+def callers(port: int, new: bool = False) -> tuple[dict[str, Callable[[], None]], Callable[[], None]]:
+    """The four calls against a server on ``port`` (each reads its whole answer and checks it), and a closer;
+    with ``new``, each call starts a conversation of its own (a system prompt of its own), as each test's first
+    call does."""
     sdk = openai.OpenAI(base_url=f"http://{HOST}:{port}/v1", api_key="sk-bench", max_retries=0)
     raw = httpx.Client(base_url=f"http://{HOST}:{port}", timeout=30)
+    numbered = itertools.count()
+    prefix = uuid.uuid4().hex  # (new to the database too, run after run)
+
+    def messages() -> list[dict[str, str]]:
+        if not new:
+            return MESSAGES
+        return [{"role": "system", "content": f"conversation {next(numbered)} of {prefix}"}, *MESSAGES]
 
     def sdk_plain() -> None:
-        answer = sdk.chat.completions.create(model=MODEL, messages=MESSAGES)
+        answer = sdk.chat.completions.create(model=MODEL, messages=messages())
         if not answer.choices[0].message.content:
             raise RuntimeError(f"empty answer: {answer}")
 
     def sdk_stream() -> None:
         text = "".join(
             c.choices[0].delta.content or ""
-            for c in sdk.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+            for c in sdk.chat.completions.create(model=MODEL, messages=messages(), stream=True)
             if c.choices
         )
         if not text:
             raise RuntimeError("empty streamed answer")
 
     def httpx_plain() -> None:
-        response = raw.post(PATH, json=BODIES["plain"])
+        response = raw.post(PATH, json={**BODIES["plain"], "messages": messages()})
         if response.status_code != 200 or b"Short benchmark" not in response.content:
             raise RuntimeError(f"{response.status_code}: {response.content[:300]!r}")
 
     def httpx_stream() -> None:
-        with raw.stream("POST", PATH, json=BODIES["stream"]) as response:
+        with raw.stream("POST", PATH, json={**BODIES["stream"], "messages": messages()}) as response:
             body = b"".join(response.iter_bytes())
         if response.status_code != 200 or b"[DONE]" not in body:
             raise RuntimeError(f"{response.status_code}: {body[:300]!r}")
@@ -153,7 +166,7 @@ def database_of(name: str) -> Path:
     return WORK / f"sequential-{name}.sqlite3"
 
 
-def start(name: str, pin: Pinning, prepared: Path) -> tuple[Outcome, list[Serving]]:
+def start(name: str, pin: Pinning, prepared: Path, new: bool = False) -> tuple[Outcome, list[Serving]]:
     """The server(s) of one row started: a bare app answers one captured response, so it has one server for the
     plain calls and another for the streamed ones."""
     outcome = Outcome(name, load_before=uptime())
@@ -181,7 +194,7 @@ def start(name: str, pin: Pinning, prepared: Path) -> tuple[Outcome, list[Servin
         servings.append(serving)
         try:
             server.start()
-            serving.calls, serving.close = callers(server.port)
+            serving.calls, serving.close = callers(server.port, new)
         except Exception as exc:
             outcome.error = f"{type(exc).__name__}: {exc}"
             break
@@ -251,6 +264,9 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, pinning: str) -> s
         "",
         f"ms per call, median / p90 of the best of {args.rounds} round(s) of {args.n} sequential calls (after "
         f"{args.warmup} warm-up calls), each from the call to the end of its answer. Pinning: {pinning}.",
+        "Each call a conversation of its own (--new-conversations)."
+        if args.new_conversations
+        else "Every call the same conversation's first request (--new-conversations: each a conversation of its own).",
     ]
     by_name = {o.name: o for o in outcomes}
     recorded = [o for o in outcomes if o.recorded is not None]
@@ -289,6 +305,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per case; the lowest median counts (3)")
     parser.add_argument("--warmup", type=int, default=100, help="calls before measuring each case (100)")
     parser.add_argument("--servers", default=",".join(DEFAULT_SERVERS), help="comma-separated (default: all)")
+    parser.add_argument("--new-conversations", action="store_true", help="each call a conversation of its own")
     parser.add_argument("--pin", action="store_true", help="this client on one core, each server on another")
     args = parser.parse_args()
     servers = [s.strip() for s in args.servers.split(",") if s.strip()]
@@ -309,7 +326,7 @@ def main() -> None:
     outcomes, servings = [], []
     try:
         for name in servers:
-            outcome, started = start(name, pin, prepared)
+            outcome, started = start(name, pin, prepared, args.new_conversations)
             outcomes.append(outcome)
             servings += started
         log(f"\nAll servers up ({uptime()}); each round interleaves them, {SLICE} calls at a time")
