@@ -110,7 +110,9 @@ def test_it_records_an_openai_exchange_and_replays_it_byte_for_byte(
     assert key not in json.dumps(cassette)
     assert interaction["response"]["status"] == 200
     recorded = b"".join(chunk.encode() for chunk in interaction["response"]["body_chunks"])
-    assert len(interaction["response"]["body_chunks"]) > (2 if stream else 0)
+    # Chunk by chunk as they arrived: the upstream sends an unpaced stream's frames before its last in one write,
+    # then its last once the response's events are committed.
+    assert len(interaction["response"]["body_chunks"]) >= (2 if stream else 1)
 
     # Replayed by the playback server (strict or not), from the same database: the bytes recorded, the request id too.
     body = {"model": "gpt-test", "messages": messages, **({"stream": True} if stream else {})}

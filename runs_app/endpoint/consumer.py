@@ -176,6 +176,9 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         last_live = time.perf_counter()
         last = len(frames) - 1 if drop_after is None else -1
         paced_from = 0.0
+        # An unpaced stream's frames go out together up to its last (one write for the server, one read for the
+        # client, the same bytes): a client parses a stream by lines, never by network chunks.
+        held: list[bytes] | None = [] if not interval_ms and not stall_ms else None
         for i, frame in enumerate(frames):
             if i and interval_ms:  # on the clock from the first frame: a busy loop's delays do not add up
                 await self.pause(max(0.0, paced_from + i * interval_ms / 1000 - time.perf_counter()))
@@ -184,12 +187,17 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
             if not i:
                 paced_from = time.perf_counter()
             self._mark()  # the last frame's time too: it is ready now, and goes out once its events are committed
+            if i == last and held:
+                await self.send_body(b"".join(held), more_body=True)
             if i == last and finish is not None:
                 if live and self.run is not None:  # watchers see what the client has before the response's events
                     await inflight.send(self, live)
                     live = []
                 await self._finish(finish)
-            await self.send_body(frame, more_body=i != last)
+            if held is not None and i != last:
+                held.append(frame)
+            else:
+                await self.send_body(frame, more_body=i != last)
             piece = encoded.pieces[i] if i < len(encoded.pieces) else None
             if piece is not None and self.run is not None:
                 live.append(piece)
@@ -197,6 +205,8 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
                     await inflight.send(self, live)
                     live, last_live = [], time.perf_counter()
         if drop_after is not None:
+            if held:
+                await self.send_body(b"".join(held), more_body=True)
             close_connection(self.base_send)
             if finish is not None:
                 finish()
