@@ -23,7 +23,8 @@ clients connecting at once overflow it, and every dropped connection waits for t
 instead, uvicorn's figure; an endpoint string given with ``-e`` is taken as written.
 
 Twisted buffers every write until the loop's next turn; ``write_at_once`` sends a frame when nothing waits before
-it, as uvicorn does (one loop turn and two ``epoll_ctl`` less a frame).
+it, as uvicorn does (one loop turn and two ``epoll_ctl`` less a frame). Twisted also formats an access log line of
+its own for every request, which daphne sends nowhere: ``UnloggedHTTPFactory`` does not.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ class RawBodyRequest(http_protocol.WebRequest):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+
+class UnloggedHTTPFactory(http_protocol.HTTPFactory):
+    """daphne's HTTP factory without Twisted's access log: Twisted formats a combined log line for every request and
+    writes it to its own log, which daphne sends nowhere (``-v 1``) or to the standard logging (``-v 2``), its
+    path unredacted (a Gemini ``?key=``). The access log is daphne's (``--access-log``: ``RedactedAccessLog``);
+    the line cost about a fifth of Twisted's work to finish a response."""
+
+    def log(self, request: Any) -> None:
+        pass
 
 
 class RedactedAccessLog(access.AccessLogGenerator):
@@ -110,21 +121,30 @@ def write_at_once() -> None:
     tcp.Connection.write = write  # type: ignore[method-assign]
 
 
-def main(argv: list[str] | None = None) -> None:
+def adapt_daphne() -> None:
+    """daphne as this module serves it: on uvloop when it can, Twisted writing at once, bodies left to the app, no
+    Twisted access log, the redacted access log, close reasons sent and the deep listen queue."""
     use_uvloop()
-    from daphne import cli  # (imports daphne.server, which installs the reactor on a new loop)
-    from twisted.internet import reactor
+    from daphne import cli, server  # (daphne.server installs the reactor on a new loop)
 
     write_at_once()
 
     # daphne's HTTPFactory.buildProtocol reads this module global for each connection: daphne offers no setting.
     http_protocol.WebRequest = RawBodyRequest
+    server.HTTPFactory = UnloggedHTTPFactory  # (what daphne's Server.run builds its factory with)
     cli.AccessLogGenerator = RedactedAccessLog  # (what daphne's command line builds its access log with)
     from harnessweb import daphne_ws  # (after daphne.server: it installs the reactor)
 
     daphne_ws.install()  # a websocket.close's reason reaches the client, as under uvicorn
     build = cli.build_endpoint_description_strings
     cli.build_endpoint_description_strings = lambda **kwargs: with_backlog(build(**kwargs))
+
+
+def main(argv: list[str] | None = None) -> None:
+    adapt_daphne()
+    from daphne import cli
+    from twisted.internet import reactor
+
     loop = reactor._asyncioEventloop  # type: ignore[attr-defined]  (the loop daphne handed the reactor)
     # The log's configuration is the app's (warnings up): this start-up line goes to stderr itself, once serving.
     said = f"harnessweb.serve: daphne on {type(loop).__module__}.{type(loop).__name__}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 
 from harnessweb.serve import LISTEN_BACKLOG, with_backlog
@@ -35,3 +36,22 @@ def test_every_tcp_endpoint_gets_the_backlog_unless_it_names_its_own() -> None:
         "unix:/tmp/s",
         "tcp:port=9:backlog=10",
     ]
+
+
+def test_daphne_as_served_formats_no_twisted_access_line_for_a_request() -> None:
+    """Twisted's factory formats a combined log line for every request into its own log, which daphne discards;
+    the factory daphne builds here formats none (daphne's access log, redacted, is the one kept)."""
+    script = """
+from harnessweb import serve
+serve.adapt_daphne()
+from daphne import server
+factory = server.HTTPFactory(None)
+factory.startFactory()
+def formatter(*args):
+    raise AssertionError("a Twisted access line was formatted")
+factory._logFormatter = formatter
+factory.log(object())
+print(type(factory).__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "UnloggedHTTPFactory", out.stderr[-2000:]
