@@ -11,7 +11,7 @@ import pickle
 import orjson
 import pytest
 
-from harnessweb.engine import respond, routes
+from harnessweb.engine import exchange, respond, routes
 from harnessweb.engine.calls import Call, call_from, call_later
 from harnessweb.testing.harness import Harness
 
@@ -95,3 +95,9 @@ def test_evolved_is_a_dataclass_replace() -> None:
         respond.evolved(request, nope=1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         respond.evolved(request).model = "x"  # type: ignore[misc]
+    # The reply and the decision, which every request's decision copies too.
+    reply = exchange.Reply(blocks=(), finish="stop", usage=exchange.Usage(1, 2, 3))
+    decision = exchange.Decision(mode="scenario", scenario_id="s", turn=1, reply=reply)
+    served = dataclasses.replace(reply, usage=exchange.Usage(3, 4, 7))
+    assert exchange.evolved(reply, usage=served.usage) == served and reply.usage == exchange.Usage(1, 2, 3)
+    assert exchange.evolved(decision, reply=served) == dataclasses.replace(decision, reply=served)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from harnessweb.engine.exchange import ChatRequest
+from harnessweb.engine.exchange import ChatRequest, evolved
 from harnessweb.engine.redaction import fingerprint
 from harnessweb.engine.routes import RUN_HEADER, RUN_KEY_PREFIX
 from harnessweb.engine.wire import bedrock
@@ -120,7 +120,7 @@ def stamped(request: ChatRequest, headers: Mapping[str, str], query_key: str = "
     """The request with where its key came and its fingerprint on it (what a scenario's ``expect_key`` and a failure
     scope's ``key_fingerprint`` read)."""
     key = presented(headers, query_key)
-    return replace(request, key_place=key.place, key_fingerprint=key.fingerprint) if key else request
+    return evolved(request, key_place=key.place, key_fingerprint=key.fingerprint) if key else request
 
 
 def refusal(protocol: str, headers: Mapping[str, str], query_key: str = "") -> tuple[int, str] | None:

@@ -28,6 +28,7 @@ from harnessweb.engine.exchange import (
     Reply,
     ScenarioNotFound,
     Usage,
+    evolved,
     sanitize_tool_name,
     short_id,
     sign_thinking,
@@ -408,8 +409,8 @@ def decide(
         usage = tokens.counted(request, decision.reply.blocks, default)
         return replace(decision, reply=replace(decision.reply, usage=usage))
     served = tokens.finished(decision.reply, request, default)
-    # The same reply (nothing cut, its usage as counted) keeps the decision: a dataclass replace is a call's cost.
-    return decision if served is decision.reply else replace(decision, reply=served)
+    # The same reply (nothing cut, its usage as counted) keeps the decision.
+    return decision if served is decision.reply else evolved(decision, reply=served)
 
 
 def _decide(

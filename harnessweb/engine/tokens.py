@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-from harnessweb.engine.exchange import Block, ChatRequest, Reply, Usage
+from harnessweb.engine.exchange import Block, ChatRequest, Reply, Usage, evolved
 from harnessweb.engine.schemas import DefaultUsage
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])")
@@ -156,7 +156,7 @@ def finished(reply: Reply, request: ChatRequest, default: Authored = COUNTED) ->
     ``default`` (:func:`default_counts`) sets it."""
     reply = limited(reply, request)
     usage = counted(request, reply.blocks, over_default(reply.authored_usage, default))
-    return reply if usage == reply.usage else replace(reply, usage=usage)
+    return reply if usage == reply.usage else evolved(reply, usage=usage)
 
 
 # ---------------------------------------------------------------------------------------------------------------
