@@ -43,16 +43,3 @@ async def test_a_conversation_stored_elsewhere_is_read_on_django_s_thread_and_jo
     # A CI run with the same key is not the endpoint's: the conversation starts its own.
     await sync_to_async(make_run)(conversation_key="a-ci-key", source="ci", mode="ci", protocol="")
     assert not (await Recorder().resolve(None, "a-ci-key", 1, "openai")).stored and len(read) == 1
-
-
-async def test_a_checkpoint_under_way_keeps_the_loop_off_the_write_lock() -> None:
-    """The checkpoint's waits for the lock find it free: the loop's commits go to Django's thread meanwhile."""
-    db = loop_sqlite.writer().db
-    loop_sqlite.CHECKPOINTING.set()
-    try:
-        with pytest.raises(loop_sqlite.Busy, match="checkpoint"):
-            loop_sqlite.begin(db)
-    finally:
-        loop_sqlite.CHECKPOINTING.clear()
-    loop_sqlite.begin(db)
-    db.execute("ROLLBACK")
