@@ -42,8 +42,8 @@ from runs_app.models import Run, RunEvent
 
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
 CHECKPOINT_EVERY = 500  # commits between two checkpoints of the log (on another thread)
-# Set while a checkpoint runs: the loop's connections then leave the write lock to it (``begin``). Taking it the
-# moment it is free, a loop that commits without pausing starved the checkpoint's waits, and the log grew.
+# Set while a checkpoint's last step (FULL) waits for the write lock and holds it: the loop's connections leave the
+# lock to it (``begin``). Taking it the moment it was free, a loop committing without pause starved its waits.
 CHECKPOINTING = threading.Event()
 CHECKPOINT_WAIT_S = 0.1  # how long a checkpoint waits for a reader of an older snapshot (writers wait meanwhile)
 
