@@ -420,3 +420,25 @@ def screenshot_path(name: str, tmp_path: Path) -> Path:
     folder, so that running the tests leaves the working tree clean."""
     folder = os.environ.get("HARNESS_SCREENSHOT_DIR")
     return (Path(folder) if folder else tmp_path) / name
+
+
+async def endpoint_stream(run_id: uuid.UUID, scenario: str) -> Any:
+    """The endpoint's consumer in-process (``ApplicationCommunicator``), sent a streamed chat completion of
+    ``scenario`` naming the run; its answer's status read (200)."""
+    import orjson
+    from channels.testing import ApplicationCommunicator
+
+    from runs_app.endpoint.consumer import FakeEndpointConsumer
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [(b"x-harness-run", str(run_id).encode())],
+        "query_string": b"",
+    }
+    communicator = ApplicationCommunicator(FakeEndpointConsumer.as_asgi(), scope)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": scenario}]}
+    await communicator.send_input({"type": "http.request", "body": orjson.dumps(body), "more_body": False})
+    assert (await communicator.receive_output(5))["status"] == 200
+    return communicator

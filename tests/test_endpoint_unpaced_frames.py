@@ -9,12 +9,10 @@ from typing import Any
 import orjson
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import ApplicationCommunicator
 
 from runs_app.endpoint import recorder as recorder_module
-from runs_app.endpoint.consumer import FakeEndpointConsumer
 from runs_app.models import RunEvent
-from tests.conftest import make_scenario
+from tests.conftest import endpoint_stream, make_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,17 +31,7 @@ async def recorder() -> Any:
 async def body_messages(scenario: str, run_id: uuid.UUID) -> list[tuple[bytes, int]]:
     """The endpoint's non-empty body messages for one streamed request, each with the response events stored when
     it was received."""
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/v1/chat/completions",
-        "headers": [(b"x-harness-run", str(run_id).encode())],
-        "query_string": b"",
-    }
-    communicator = ApplicationCommunicator(FakeEndpointConsumer.as_asgi(), scope)
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": scenario}]}
-    await communicator.send_input({"type": "http.request", "body": orjson.dumps(body), "more_body": False})
-    assert (await communicator.receive_output(5))["status"] == 200
+    communicator = await endpoint_stream(run_id, scenario)
     received = []
     while True:
         message = await communicator.receive_output(5)

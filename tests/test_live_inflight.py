@@ -10,7 +10,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -19,10 +18,9 @@ from channels.testing import ApplicationCommunicator
 from harnessweb.engine.wire.common import Piece
 from runs_app.endpoint import inflight
 from runs_app.endpoint import recorder as recorder_module
-from runs_app.endpoint.consumer import FakeEndpointConsumer
 from runs_app.endpoint.recorder import RunState, group_name
 from runs_app.live import waterfall
-from tests.conftest import make_run, make_scenario
+from tests.conftest import endpoint_stream, make_run, make_scenario
 from tests.test_live_consumers import close, make_event, open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -129,17 +127,7 @@ def test_it_draws_a_streaming_response_as_far_as_it_went():
 
 async def start_stream(run_id: uuid.UUID) -> ApplicationCommunicator:
     """A paced stream of the endpoint's, in-process, read up to its first body frame."""
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/v1/chat/completions",
-        "headers": [(b"x-harness-run", str(run_id).encode())],
-        "query_string": b"",
-    }
-    communicator = ApplicationCommunicator(FakeEndpointConsumer.as_asgi(), scope)
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "kept-while-sent"}]}
-    await communicator.send_input({"type": "http.request", "body": orjson.dumps(body), "more_body": False})
-    assert (await communicator.receive_output(5))["status"] == 200
+    communicator = await endpoint_stream(run_id, "kept-while-sent")
     while not (await communicator.receive_output(5)).get("body"):
         pass  # the headers' empty body message, if any
     return communicator
