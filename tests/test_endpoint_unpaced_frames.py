@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from runs_app.endpoint import recorder as recorder_module
-from runs_app.models import RunEvent
+from runs_app.endpoint.consumer import FakeEndpointConsumer
 from tests.conftest import endpoint_stream, make_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,29 +20,37 @@ WORDS = "one two three four five six"
 
 
 @pytest.fixture
-async def recorder() -> Any:
+async def order(monkeypatch) -> Any:
+    """What the endpoint did, in order: each non-empty body message it sent, and each commit a response waited for."""
+    done: list[str] = []
     recorder = recorder_module.Recorder()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(recorder_module, "_recorder", recorder)
-        yield recorder
-        await recorder.aclose()
+    monkeypatch.setattr(recorder_module, "_recorder", recorder)
+    durable = recorder.durable
+
+    async def committed(*args: Any, **kwargs: Any) -> bool:
+        result = await durable(*args, **kwargs)
+        done.append("commit")
+        return result
+
+    send_body = FakeEndpointConsumer.send_body
+
+    async def sent(self: Any, body: bytes, *, more_body: bool = False) -> None:
+        if body:
+            done.append(body.decode())
+        await send_body(self, body, more_body=more_body)
+
+    monkeypatch.setattr(recorder, "durable", committed)
+    monkeypatch.setattr(FakeEndpointConsumer, "send_body", sent)
+    yield done
+    await recorder.aclose()
 
 
-async def body_messages(scenario: str, run_id: uuid.UUID) -> list[tuple[bytes, int]]:
-    """The endpoint's non-empty body messages for one streamed request, each with the response events stored when
-    it was received."""
-    communicator = await endpoint_stream(run_id, scenario)
-    received = []
-    while True:
-        message = await communicator.receive_output(5)
-        if message.get("body"):
-            stored = await RunEvent.objects.filter(run_id=run_id, kind="response").acount()
-            received.append((message["body"], stored))
-        if not message.get("more_body"):
-            break
+async def stream(scenario: str) -> None:
+    communicator = await endpoint_stream(uuid.uuid4(), scenario)
+    while (await communicator.receive_output(5)).get("more_body", False):
+        pass
     await communicator.send_input({"type": "http.disconnect"})
     await communicator.wait(5)
-    return received
 
 
 def store(scenario: str, interval_ms: int) -> None:
@@ -50,20 +58,21 @@ def store(scenario: str, interval_ms: int) -> None:
     make_scenario(scenario, [{"turn": 1, "response": response}], pacing={"chunk_words": 1, "interval_ms": interval_ms})
 
 
-async def test_an_unpaced_stream_goes_out_in_one_message_then_its_last_once_recorded(recorder, settings) -> None:
+async def test_an_unpaced_stream_goes_out_in_one_message_then_its_last_once_recorded(order, settings) -> None:
     settings.HARNESS_PACING = True
     await sync_to_async(store)("unpaced-frames", 0)
-    run_id = uuid.uuid4()
-    (first, stored_before), (last, stored_at_last) = await body_messages("unpaced-frames", run_id)
-    assert last == b"data: [DONE]\n\n" and stored_before == 0 and stored_at_last == 1
-    events = [line for line in first.split(b"\n\n") if line]
-    words = [orjson.loads(e.removeprefix(b"data: "))["choices"][0]["delta"].get("content") for e in events]
+    await stream("unpaced-frames")
+    first, commit, last = order
+    assert commit == "commit" and last == "data: [DONE]\n\n"
+    events = [e for e in first.split("\n\n") if e]
+    words = [orjson.loads(e.removeprefix("data: "))["choices"][0]["delta"].get("content") for e in events]
     assert "".join(w for w in words if w) == WORDS and len(events) > len(WORDS.split())  # every frame, in order
 
 
-async def test_a_paced_stream_sends_each_frame_on_its_own(recorder, settings) -> None:
+async def test_a_paced_stream_sends_each_frame_on_its_own(order, settings) -> None:
     settings.HARNESS_PACING = True
     await sync_to_async(store)("paced-frames", 5)
-    received = await body_messages("paced-frames", uuid.uuid4())
-    assert len(received) > len(WORDS.split()) and all(body.count(b"data: ") == 1 for body, _ in received)
-    assert received[-1][0] == b"data: [DONE]\n\n"
+    await stream("paced-frames")
+    *frames, commit, last = order
+    assert len(frames) > len(WORDS.split()) and all(frame.count("data: ") == 1 for frame in frames)
+    assert commit == "commit" and last == "data: [DONE]\n\n"
