@@ -95,7 +95,11 @@ def write_at_once() -> None:
     loop next reports the socket writable (``doWrite``, then ``stopWriting``: another ``epoll_ctl``). With 1,000
     paced streams that is a loop turn, two system calls and Twisted's dispatch for every frame, about half of what a
     frame cost daphne's loop (tests/benchmarks/README.md, *Why daphne falls behind*). What the socket does not take
-    (a full send buffer, an error) is buffered as before, and the loop sends it, or reports the error, as before."""
+    (a full send buffer, an error) is buffered as before, and the loop sends it, or reports the error, as before.
+
+    Twisted 26's HTTP channel writes headers and chunks with ``writeSequence``, which this leaves buffered: sent at
+    once too, paced streams' first frames left early and the drift measured from them grew (tests/benchmarks/
+    README.md, *Tried and not kept: a sequence of writes sent at once*)."""
     from twisted.internet import tcp
 
     buffered = tcp.Connection.write
