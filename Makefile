@@ -186,6 +186,7 @@ screenshots: setup browser
 		tests/test_runs_list_browser.py
 
 bench: setup examples
+	@command -v ab >/dev/null || { apt-get update -qq && apt-get install -y -qq apache2-utils; }
 	$(BIN)/python tests/benchmarks/load.py
 
 clean:
