@@ -63,9 +63,11 @@ async def test_the_log_is_written_from_its_start_again_after_a_checkpoint(monkey
         thread.join(10)
     assert len(checkpoints) >= 10  # (of 30 due: none starts while another is under way)
     assert await RunEvent.objects.filter(run__conversation_key__startswith="wal-").acount() == 1500
-    # 1,400 commits after the first sample, a few pages each: several MB more log without a restart, none with
-    # (the file keeps its largest size; a restarted log is written over from its start).
-    assert sizes[-1] - sizes[0] < 2 * 2**20, [round(size / 2**20, 1) for size in sizes]
+    # 1,400 commits after the first sample, about 50 KB each: some 70 MB more log without a restart, none with (the
+    # file keeps its largest size; a restarted log is written over from its start). A checkpoint that a reader of
+    # an older snapshot holds up (another test's connection, on this shared database) lets the log run on for one
+    # interval of 50 commits, about 2.5 MB: a few of those are allowed, a log that never restarts is not.
+    assert sizes[-1] - sizes[0] < 8 * 2**20, [round(size / 2**20, 1) for size in sizes]
 
 
 async def test_a_checkpoint_under_way_keeps_the_loop_off_the_write_lock() -> None:
