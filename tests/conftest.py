@@ -422,9 +422,9 @@ def screenshot_path(name: str, tmp_path: Path) -> Path:
     return (Path(folder) if folder else tmp_path) / name
 
 
-async def endpoint_stream(run_id: uuid.UUID, scenario: str) -> Any:
-    """The endpoint's consumer in-process (``ApplicationCommunicator``), sent a streamed chat completion of
-    ``scenario`` naming the run; its answer's status read (200)."""
+async def endpoint_stream(run_id: uuid.UUID, scenario: str, stream: bool = True) -> Any:
+    """The endpoint's consumer in-process (``ApplicationCommunicator``), sent a chat completion of ``scenario``
+    naming the run (streamed unless ``stream`` is False); its answer's status read (200)."""
     import orjson
     from channels.testing import ApplicationCommunicator
 
@@ -438,7 +438,7 @@ async def endpoint_stream(run_id: uuid.UUID, scenario: str) -> Any:
         "query_string": b"",
     }
     communicator = ApplicationCommunicator(FakeEndpointConsumer.as_asgi(), scope)
-    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": scenario}]}
+    body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": scenario}]}
     await communicator.send_input({"type": "http.request", "body": orjson.dumps(body), "more_body": False})
     assert (await communicator.receive_output(5))["status"] == 200
     return communicator

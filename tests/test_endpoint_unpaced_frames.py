@@ -1,5 +1,6 @@
 """An unpaced stream's frames before its last go out in one body message (one write for the server, one read for the
-client, the same bytes), its last once its events are committed; a paced stream's frames each on their time."""
+client, the same bytes), its last once its events are committed; a paced stream's frames each on their time; a
+one-frame answer's headers before its commit, its body after."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ WORDS = "one two three four five six"
 
 @pytest.fixture
 async def order(monkeypatch) -> Any:
-    """What the endpoint did, in order: each non-empty body message it sent, and each commit a response waited for."""
+    """What the endpoint did, in order: each non-empty body message it sent, an empty one that sends the headers
+    ahead of the body (``HEADERS``), and each commit a response waited for."""
     done: list[str] = []
     recorder = recorder_module.Recorder()
     monkeypatch.setattr(recorder_module, "_recorder", recorder)
@@ -35,8 +37,8 @@ async def order(monkeypatch) -> Any:
     send_body = FakeEndpointConsumer.send_body
 
     async def sent(self: Any, body: bytes, *, more_body: bool = False) -> None:
-        if body:
-            done.append(body.decode())
+        if body or more_body:
+            done.append(body.decode() or HEADERS)
         await send_body(self, body, more_body=more_body)
 
     monkeypatch.setattr(recorder, "durable", committed)
@@ -45,8 +47,11 @@ async def order(monkeypatch) -> Any:
     await recorder.aclose()
 
 
-async def stream(scenario: str) -> None:
-    communicator = await endpoint_stream(uuid.uuid4(), scenario)
+HEADERS = "(the headers, ahead of the body)"
+
+
+async def stream(scenario: str, streamed: bool = True) -> None:
+    communicator = await endpoint_stream(uuid.uuid4(), scenario, stream=streamed)
     while (await communicator.receive_output(5)).get("more_body", False):
         pass
     await communicator.send_input({"type": "http.disconnect"})
@@ -76,3 +81,22 @@ async def test_a_paced_stream_sends_each_frame_on_its_own(order, settings) -> No
     *frames, commit, last = order
     assert len(frames) > len(WORDS.split()) and all(frame.count("data: ") == 1 for frame in frames)
     assert commit == "commit" and last == "data: [DONE]\n\n"
+
+
+async def test_a_one_frame_answer_sends_its_headers_before_its_commit_and_its_body_after(order, settings) -> None:
+    # daphne writes the headers with the first body message: sent empty, the client reads them during the commit.
+    settings.HARNESS_PACING = True
+    await sync_to_async(store)("plain-answer", 0)
+    await stream("plain-answer", streamed=False)
+    headers, commit, body = order
+    assert headers == HEADERS and commit == "commit"
+    assert orjson.loads(body)["choices"][0]["message"]["content"] == WORDS
+
+
+async def test_without_recording_nothing_waits_and_the_headers_go_with_the_body(order, settings) -> None:
+    settings.HARNESS_PACING = True
+    recorder_module._recorder.writing = False
+    await sync_to_async(store)("plain-unrecorded", 0)
+    await stream("plain-unrecorded", streamed=False)
+    commit, body = order
+    assert commit == "commit" and orjson.loads(body)["choices"][0]["message"]["content"] == WORDS

@@ -279,16 +279,22 @@ def report(outcomes: list[Outcome], args: argparse.Namespace, pinning: str) -> s
     lines += ["", "Targets (medians; recording on):"]
     aimock = by_name.get("aimock")
     for name in OURS:
-        o, off = by_name.get(name), by_name.get(f"{name}-norec")
+        o, off, bare = by_name.get(name), by_name.get(f"{name}-norec"), by_name.get(f"bare-{name}")
         if o is None:
             continue
         for case in ("sdk plain", "sdk stream"):
             mine = o.cases[case].median if case in o.cases else None
             peer = aimock.cases[case].median if aimock and case in aimock.cases else None
             base = off.cases[case].median if off and case in off.cases else None
+            floor = bare.cases[case].median if bare and case in bare.cases else None
             parts = []
             if mine and peer:
                 parts.append(f"{mine / peer:.2f} x aimock ({'met' if mine <= peer else 'NOT MET'})")
+            if floor and peer:  # what the server alone leaves the app for the same bytes, to be level with aimock
+                left = "none: out of reach on this server" if floor >= peer else f"{(peer - floor) * 1000:.0f} µs"
+                if base:
+                    left += f"; it takes {(base - floor) * 1000:.0f} µs with recording off"
+                parts.append(f"the bare app {floor / peer:.2f} x aimock (left for the app: {left})")
             if mine and base:
                 met = mine <= TARGET_VS_NOREC * base
                 parts.append(f"{mine / base:.2f} x recording off ({'met' if met else 'NOT MET'})")
