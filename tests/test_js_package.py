@@ -38,7 +38,7 @@ EXPECTED_TESTS = {
     "openai.test.ts": 9,
     "research-agent.test.ts": 1,
     "seed-001.test.ts": 2,
-    "start.test.ts": 4,
+    "start.test.ts": 5,
     "tls.test.ts": 2,
     "weather.test.ts": 1,
 }

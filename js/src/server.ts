@@ -129,7 +129,10 @@ function firstLine(child: ChildProcess, shown: string, timeoutMs: number): Promi
   return new Promise((resolve, reject) => {
     let out = "";
     let err = "";
+    let failed = false;
     const fail = (why: string) => {
+      if (failed) return;
+      failed = true;
       clearTimeout(timer);
       child.kill("SIGTERM");
       const tail = err.trim() ? `\n--- its stderr ---\n${err.trim()}` : "";
@@ -162,7 +165,17 @@ function firstLine(child: ChildProcess, shown: string, timeoutMs: number): Promi
       fail(`Could not start the harness server (${why}).`);
     });
     child.once("exit", (code, signal) => {
-      if (!out.includes("\n")) fail(`${shown} exited (${signal ?? `code ${code}`}) before it served.`);
+      if (out.includes("\n")) return;
+      const why = `${shown} exited (${signal ?? `code ${code}`}) before it served.`;
+      // `exit` can come before the last of stderr is read, and stderr says why: read it to its end first (a process
+      // the server started may hold the pipe open; it gets a second).
+      const stderr = child.stderr;
+      if (!stderr || stderr.closed) return fail(why);
+      const held = setTimeout(() => fail(why), 1000);
+      stderr.once("close", () => {
+        clearTimeout(held);
+        fail(why);
+      });
     });
   });
 }

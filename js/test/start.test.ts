@@ -1,3 +1,7 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 
 import { HarnessStartError, startHarness } from "harnessweb";
@@ -27,6 +31,19 @@ describe("startHarness", () => {
     const started = startHarness({ python: process.execPath, timeoutMs: 20_000 });
 
     await expect(started).rejects.toThrow(/exited \(code \d+\) before it served[\s\S]*--- its stderr ---\n.*bad option: -m/);
+  });
+
+  it("reads the stderr to its end when the server exits before it is written", async () => {
+    // A process the "server" started writes the reason after the server itself has exited (as a slow pipe would).
+    const folder = mkdtempSync(path.join(tmpdir(), "harness-start-"));
+    const python = path.join(folder, "python");
+    writeFileSync(python, '#!/bin/sh\n(sleep 0.3; echo "no module named harnessweb" >&2) &\nexit 3\n');
+    chmodSync(python, 0o755);
+
+    await expect(startHarness({ python })).rejects.toThrow(
+      /exited \(code 3\) before it served[\s\S]*--- its stderr ---\nno module named harnessweb$/,
+    );
+    rmSync(folder, { recursive: true });
   });
 
   it("connects to HARNESS_URL with HARNESS_TOKEN instead of starting one", async () => {
