@@ -18,6 +18,7 @@ from tests.conftest import endpoint_stream, make_scenario
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WORDS = "one two three four five six"
+HEADERS = "(the headers, ahead of the body)"
 
 
 @pytest.fixture
@@ -45,9 +46,6 @@ async def order(monkeypatch) -> Any:
     monkeypatch.setattr(FakeEndpointConsumer, "send_body", sent)
     yield done
     await recorder.aclose()
-
-
-HEADERS = "(the headers, ahead of the body)"
 
 
 async def stream(scenario: str, streamed: bool = True) -> None:

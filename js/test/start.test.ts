@@ -40,10 +40,13 @@ describe("startHarness", () => {
     writeFileSync(python, '#!/bin/sh\n(sleep 0.3; echo "no module named harnessweb" >&2) &\nexit 3\n');
     chmodSync(python, 0o755);
 
-    await expect(startHarness({ python })).rejects.toThrow(
-      /exited \(code 3\) before it served[\s\S]*--- its stderr ---\nno module named harnessweb$/,
-    );
-    rmSync(folder, { recursive: true });
+    try {
+      await expect(startHarness({ python })).rejects.toThrow(
+        /exited \(code 3\) before it served[\s\S]*--- its stderr ---\nno module named harnessweb$/,
+      );
+    } finally {
+      rmSync(folder, { recursive: true });
+    }
   });
 
   it("connects to HARNESS_URL with HARNESS_TOKEN instead of starting one", async () => {

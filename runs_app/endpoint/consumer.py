@@ -165,9 +165,10 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         headers += self.rate_headers
         frames = encoded.frames if drop_after is None else encoded.frames[:drop_after]
         self.status = encoded.status
+        last = len(frames) - 1 if drop_after is None else -1
         await self.send_headers(status=encoded.status, headers=headers)
         # The first frame waits: a stall, or a one-frame answer (a JSON body) whose events are committed first.
-        waits = len(frames) == 1 and drop_after is None and finish is not None and get_recorder().writing
+        waits = last == 0 and finish is not None and get_recorder().writing
         if frames and (stall_ms or waits):
             # ASGI lets a server hold the start until the first body message (daphne does: Twisted writes the
             # headers on the first write): an empty one sends the headers now, and the client reads them while the
@@ -177,7 +178,6 @@ class FakeEndpointConsumer(AsyncHttpConsumer):
         # LIVE_INTERVAL_S at most, so an unpaced stream costs one channel-layer message.
         live: list[Piece] = []
         last_live = time.perf_counter()
-        last = len(frames) - 1 if drop_after is None else -1
         paced_from = 0.0
         # An unpaced stream's frames go out together up to its last (one write for the server, one read for the
         # client, the same bytes): a client parses a stream by lines, never by network chunks.
